@@ -1,0 +1,224 @@
+"""Crawl overhead of neardup-scrapy: the same link-following crawl with and without the plugin.
+
+Usage::
+
+    python benchmarks/bench_crawl_overhead.py [EVAL_DEV_DIR] [--rounds 3] [--concurrency 16]
+        [--pages N] [--latency-ms 0]
+
+A local server (a thread of this process) serves the eval-dev pages under their own urls -- the
+crawl uses it as its HTTP proxy, so the pages keep their hosts (``https://`` urls are fetched as
+``http://``) -- plus generated list pages (``http://crawl-index.test/list/<k>``) that link to 25
+pages each and to the next list page. The spider follows the list pages' links and, on every
+page, takes the title and all the links (``response.css``), like a real crawl's parse.
+
+Each round runs two crawls in separate subprocesses, one without the plugin (no add-on) and one
+with ``ADDONS = {"neardup_scrapy.Addon": 100}`` (default settings, tag mode), alternating
+which goes first. Throughput is pages per second between the first and the last parsed page
+(start-up excluded). Prints each run, then the median ratio (with / without): >= 0.90 is
+required, >= 0.95 the aim.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from e2e_server import Page, ProxySite, crawl_url, start_server  # noqa: E402
+
+INDEX_HOST = "http://crawl-index.test"
+PER_LIST = 25
+
+SPIDER = r"""
+import json, sys, time
+import scrapy
+from scrapy.crawler import CrawlerProcess
+
+spec = json.loads(sys.argv[1])
+
+class BenchSpider(scrapy.Spider):
+    name = "bench"
+    first = last = None
+    pages = 0
+
+    async def start(self):
+        yield self.req(spec["start"], self.parse_list)
+
+    def req(self, url, callback):
+        return scrapy.Request(url, callback=callback, meta={"proxy": spec["proxy"]})
+
+    def parse_list(self, response):
+        for href in response.css("a.page::attr(href)").getall():
+            yield self.req(href, self.parse_page)
+        for href in response.css("a.next::attr(href)").getall():
+            yield self.req(href, self.parse_list)
+
+    def parse_page(self, response):
+        now = time.perf_counter()
+        if self.first is None:
+            self.first = now
+        self.last = now
+        self.pages += 1
+        links = response.css("a::attr(href)").getall()
+        yield {"url": response.url, "title": response.css("title::text").get(), "links": len(links)}
+
+    def closed(self, reason):
+        elapsed = (self.last or 0) - (self.first or 0)
+        print("RESULT " + json.dumps({"pages": self.pages, "elapsed": elapsed,
+              "neardup_pages": self.crawler.stats.get_value("neardup/pages", 0),
+              "dups": self.crawler.stats.get_value("neardup/exact", 0)
+                      + self.crawler.stats.get_value("neardup/near", 0)}), flush=True)
+
+settings = {
+    "LOG_LEVEL": "WARNING", "TELNETCONSOLE_ENABLED": False, "ROBOTSTXT_OBEY": False,
+    "CONCURRENT_REQUESTS": spec["concurrency"], "CONCURRENT_REQUESTS_PER_DOMAIN": spec["concurrency"],
+    "RETRY_ENABLED": False, "COOKIES_ENABLED": False, "DOWNLOAD_TIMEOUT": 60,
+}
+if spec["plugin"]:
+    settings["ADDONS"] = {"neardup_scrapy.Addon": 100}
+    settings.update(spec["neardup_settings"])
+process = CrawlerProcess(settings)
+process.crawl(BenchSpider)
+process.start()
+"""
+
+
+def load_pages(eval_dir: Path, limit: int | None) -> list[tuple[str, str]]:
+    pages = []
+    with gzip.open(eval_dir / "pages.jsonl.gz", "rt", encoding="utf-8") as fh:
+        for line in fh:
+            record = json.loads(line)
+            pages.append((record["url"], record["html"]))
+            if limit and len(pages) >= limit:
+                break
+    return pages
+
+
+def build_site(pages: list[tuple[str, str]], latency: float) -> tuple[ProxySite, str]:
+    site = ProxySite()
+    urls = []
+    for url, html in pages:
+        target = crawl_url(url)
+        urls.append(target)
+        site.add(target, Page(html))
+    lists = (len(urls) + PER_LIST - 1) // PER_LIST
+    for k in range(lists):
+        chunk = urls[k * PER_LIST : (k + 1) * PER_LIST]
+        links = "".join(
+            f'<li><a class="page" href="{u}">page {k * PER_LIST + i}</a></li>' for i, u in enumerate(chunk)
+        )
+        nxt = f'<a class="next" href="{INDEX_HOST}/list/{k + 1}">next</a>' if k + 1 < lists else ""
+        site.add(
+            f"{INDEX_HOST}/list/{k}",
+            Page(f"<html><head><title>list {k}</title></head><body><ul>{links}</ul>{nxt}</body></html>"),
+        )
+    if latency:
+        original = site.lookup
+
+        def slow(target: str) -> Page | None:
+            time.sleep(latency)
+            return original(target)
+
+        site.lookup = slow  # type: ignore[method-assign]
+    return site, f"{INDEX_HOST}/list/0"
+
+
+def run_one(
+    proxy: str, start: str, plugin: bool, concurrency: int, neardup_settings: dict[str, str]
+) -> dict[str, float]:
+    spec = {
+        "proxy": proxy,
+        "start": start,
+        "plugin": plugin,
+        "concurrency": concurrency,
+        "neardup_settings": neardup_settings,
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "bench_spider.py"  # a file: Scrapy reads callbacks' source
+        script.write_text(SPIDER)
+        proc = subprocess.run(
+            [sys.executable, str(script), json.dumps(spec)],
+            capture_output=True,
+            text=True,
+            cwd=tmp,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            check=False,
+        )
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            result: dict[str, float] = json.loads(line[7:])
+            result["rate"] = result["pages"] / result["elapsed"] if result["elapsed"] else 0.0
+            return result
+    raise SystemExit(f"crawl failed:\n{proc.stdout}\n{proc.stderr[-3000:]}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "eval_dev", nargs="?", default=os.environ.get("NEARDUP_EVAL_DEV", ROOT.parent / "shared" / "eval-dev")
+    )
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--pages", type=int, default=0, help="use the first N pages (default: all)")
+    parser.add_argument("--latency-ms", type=float, default=0.0, help="server delay per response")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a NEARDUP_* setting, e.g. WORKER=inline",
+    )
+    args = parser.parse_args()
+
+    neardup_settings = {}
+    for item in args.set:
+        name, _, value = item.partition("=")
+        neardup_settings[name if name.startswith("NEARDUP_") else f"NEARDUP_{name}"] = value
+    pages = load_pages(Path(args.eval_dev), args.pages or None)
+    site, start = build_site(pages, args.latency_ms / 1000)
+    server, proxy = start_server("127.0.0.1", site)
+    print(
+        f"{len(pages)} pages, {args.rounds} rounds, concurrency {args.concurrency}, "
+        f"latency {args.latency_ms:g} ms, settings {neardup_settings or 'default'}, "
+        f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs"
+    )
+    ratios = []
+    try:
+        for round_no in range(args.rounds):
+            order = [False, True] if round_no % 2 == 0 else [True, False]
+            results = {}
+            for plugin in order:
+                results[plugin] = run_one(proxy, start, plugin, args.concurrency, neardup_settings)
+            base, with_plugin = results[False], results[True]
+            ratio = with_plugin["rate"] / base["rate"]
+            ratios.append(ratio)
+            print(
+                f"round {round_no + 1}: without {base['rate']:7.1f} pages/s ({base['pages']:.0f} pages)   "
+                f"with {with_plugin['rate']:7.1f} pages/s ({with_plugin['pages']:.0f} pages, "
+                f"{with_plugin['neardup_pages']:.0f} checked, {with_plugin['dups']:.0f} duplicates)   "
+                f"ratio {ratio:.3f}"
+            )
+    finally:
+        server.shutdown()
+        server.server_close()
+    median = statistics.median(ratios)
+    verdict = (
+        "OK (aim >= 0.95 met)" if median >= 0.95 else "OK" if median >= 0.90 else "BELOW the 0.90 requirement"
+    )
+    print(f"throughput ratio with/without neardup (median of {len(ratios)}): {median:.3f}  {verdict}")
+
+
+if __name__ == "__main__":
+    main()

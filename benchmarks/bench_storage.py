@@ -1,0 +1,265 @@
+"""Storage benchmark: bytes per page (memory, disk, Redis) and the Redis/memory time per page.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_storage.py                  # 10k and 100k pages
+    .venv/bin/python benchmarks/bench_storage.py --sizes 10000 --redis-url redis://127.0.0.1:6379/0
+
+Footprint: synthetic pages are pushed through each store's protocol (lookup + commit, the way the
+detector does) with realistic keys -- the exact key, one key per MinHash band and per SimHash
+table -- and 30% near-duplicates that share most of their original's band keys. Bytes per page:
+``memory_bytes()`` for memory, the file size for disk, and the growth of Redis' ``used_memory``
+(plus the sampled ``MEMORY USAGE`` estimate) for Redis.
+
+Time: ``det.check`` over real pages (the eval-dev set when present, else generated HTML) with the
+memory store and with the Redis store, same pages, same order, in one run, rounds interleaved.
+Prints wall and CPU time, round trips per page and the Redis/memory ratios (the target is <= 1.5).
+``--variants memory,redis,redis-2rt`` also times the Redis store without ``lookup_or_insert``
+(two round trips for every page), ``memory-2step`` the memory store without it::
+
+    .venv/bin/python benchmarks/bench_storage.py --sizes '' --rounds 7 --variants memory,redis,redis-2rt
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from neardup_scrapy.core import NearDupDetector  # noqa: E402
+from neardup_scrapy.core.params import DetectorParams  # noqa: E402
+from neardup_scrapy.core.sketch import Sketcher  # noqa: E402
+from neardup_scrapy.core.storage.base import Commit, DocRecord, IndexStorage  # noqa: E402
+from neardup_scrapy.core.storage.memory import MemoryStorage  # noqa: E402
+from neardup_scrapy.core.storage.redis_store import RedisStorage  # noqa: E402
+from neardup_scrapy.core.storage.sqlite import SQLiteStorage  # noqa: E402
+
+PARAMS = DetectorParams()
+KEYS_PER_PAGE = Sketcher(PARAMS).table_count
+
+
+def synthetic(n: int, seed: int = 1) -> list[tuple[DocRecord, np.ndarray[Any, Any]]]:
+    """``n`` pages: records and keys; 30% near-duplicates of an earlier page."""
+    rng = np.random.default_rng(seed)
+    out: list[tuple[DocRecord, np.ndarray[Any, Any]]] = []
+    tables = np.arange(KEYS_PER_PAGE, dtype=np.uint64) << np.uint64(56)
+    low56 = np.uint64((1 << 56) - 1)
+    now = time.time()
+    for i in range(n):
+        host = f"www.site{i % 500}.example.com"
+        url = f"https://{host}/articles/2024/{i:07d}/some-article-title-{i % 97}"
+        if out and rng.random() < 0.3:
+            parent_index = int(rng.integers(0, len(out)))
+            base_keys = out[parent_index][1].copy()
+            changed = rng.random(KEYS_PER_PAGE) < 0.15
+            changed[0] = True  # not an exact copy
+            base_keys[changed] = (
+                rng.integers(0, 2**63, int(changed.sum()), dtype=np.uint64) & low56
+            ) | tables[changed]
+            keys, status, parent = base_keys, "near", parent_index
+        else:
+            keys = (rng.integers(0, 2**63, KEYS_PER_PAGE, dtype=np.uint64) & low56) | tables
+            status, parent = "unique", -1
+        record = DocRecord(
+            url=url,
+            host=host,
+            digest=rng.bytes(16),
+            simhash=int(rng.integers(0, 2**63)),
+            signature=rng.integers(0, 2**16, PARAMS.num_perm, dtype=np.uint16),
+            parent=parent,
+            status=status,
+            similarity=0.9 if status == "near" else float("nan"),
+            hamming=2 if status == "near" else -1,
+            added=now,
+        )
+        out.append((record, keys))
+    return out
+
+
+def fill(store: IndexStorage, pages: list[tuple[DocRecord, np.ndarray[Any, Any]]]) -> float:
+    started = time.perf_counter()
+    for record, keys in pages:
+        _, token = store.lookup(keys)
+        store.commit(
+            Commit(
+                record=record, keys=keys, token=token, host=record.host, status=record.status, nbytes=20_000
+            )
+        )
+    return time.perf_counter() - started
+
+
+def redis_used_memory(client: Any) -> int:
+    return int(client.info("memory")["used_memory"])
+
+
+def footprint(sizes: list[int], redis_url: str | None) -> None:
+    print(
+        f"footprint ({KEYS_PER_PAGE} bucket keys per page, num_perm={PARAMS.num_perm}, 30% near-duplicates)"
+    )
+    print(
+        f"{'pages':>9} {'memory B/page':>14} {'disk B/page':>12} {'redis B/page':>13} {'(sampled)':>10}"
+        f" {'disk us/page':>13} {'redis us/page':>14}"
+    )
+    signature = PARAMS.index_signature()
+    for n in sizes:
+        pages = synthetic(n)
+        memory = MemoryStorage()
+        memory.open(signature)
+        fill(memory, pages)
+        mem_bpp = memory.memory_bytes() / n
+        with tempfile.TemporaryDirectory() as tmp:
+            disk = SQLiteStorage(os.path.join(tmp, "index.sqlite"))
+            disk.open(signature)
+            disk_time = fill(disk, pages)
+            disk.close()
+            disk_bpp = os.path.getsize(os.path.join(tmp, "index.sqlite")) / n
+        redis_bpp = sampled = redis_time = float("nan")
+        if redis_url:
+            store = RedisStorage(redis_url, prefix=f"bench-{uuid.uuid4().hex[:8]}")
+            store.open(signature)
+            client = store._client
+            before = redis_used_memory(client)
+            redis_time = fill(store, pages)
+            redis_bpp = (redis_used_memory(client) - before) / n
+            sampled = store.memory_bytes() / n
+            store.wipe()
+            store.close()
+        print(
+            f"{n:>9} {mem_bpp:>14.0f} {disk_bpp:>12.0f} {redis_bpp:>13.0f} {sampled:>10.0f}"
+            f" {disk_time / n * 1e6:>13.0f} {redis_time / n * 1e6:>14.0f}"
+        )
+
+
+def real_pages(limit: int) -> tuple[str, list[tuple[str, str]]]:
+    eval_dev = Path(os.environ.get("NEARDUP_EVAL_DEV", ROOT.parent / "shared" / "eval-dev"))
+    if (eval_dev / "pages.jsonl.gz").is_file():
+        with gzip.open(eval_dev / "pages.jsonl.gz", "rt", encoding="utf-8") as fh:
+            pages = [(r["url"], r["html"]) for r in map(json.loads, fh)]
+        return "eval-dev", pages[:limit]
+    sys.path.insert(0, str(ROOT / "tests"))
+    from e2e_server import html_page  # type: ignore[import-not-found]
+    from test_storage_support import corpus  # type: ignore[import-not-found]
+
+    out = []
+    for url, text, _ in corpus(max(1, limit // 4), 3, seed=3):
+        words = text.split()
+        out.append((url, html_page("t", [" ".join(words[i : i + 40]) for i in range(0, len(words), 40)])))
+    return "generated", out[:limit]
+
+
+#: Timed variants: (store kind, whether the detector may use ``lookup_or_insert``).
+VARIANTS = {
+    "memory": ("memory", True),
+    "memory-2step": ("memory", False),
+    "redis": ("redis", True),
+    "redis-2rt": ("redis", False),  # lookup + commit for every page (before lookup_or_insert)
+}
+
+
+def _server_cpu(client: Any) -> float:
+    info = client.info("cpu")
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+
+def _one_round(variant: str, redis_url: str, pages: list[tuple[str, str]]) -> dict[str, float]:
+    kind, one_step = VARIANTS[variant]
+    storage: Any = None
+    if kind == "redis":
+        storage = RedisStorage(redis_url, prefix=f"bench-{uuid.uuid4().hex[:8]}")
+    det = NearDupDetector(storage=storage)
+    if not one_step:
+        det.storage.lookup_or_insert = None  # type: ignore[attr-defined]
+    client = getattr(det.storage, "_client", None)
+    server_before = _server_cpu(client) if client is not None else 0.0
+    wall, cpu = time.perf_counter(), time.process_time()
+    for url, html in pages:
+        det.check(url, html)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    out = {"wall": wall / len(pages), "cpu": cpu / len(pages), "server": 0.0, "trips": 0.0}
+    if isinstance(storage, RedisStorage):
+        out["server"] = (_server_cpu(client) - server_before) / len(pages)
+        out["trips"] = storage.round_trips / len(pages)
+        storage.wipe()
+    det.close()
+    return out
+
+
+def timing(redis_url: str, limit: int, rounds: int, variants: list[str]) -> None:
+    """Time ``det.check`` per page for each variant, rounds interleaved so load drift hits all alike.
+
+    Prints per variant the best wall time, the client CPU time (``process_time``, not inflated by
+    waiting for a CPU on a loaded machine), the Redis server CPU per page (``INFO cpu``; includes
+    other clients of that server, if any) and the round trips per page, then the ratios to
+    ``memory``: of the best wall times, the median of the per-round wall ratios (each round's
+    variants run back to back) and of client + server CPU.
+    """
+    source, pages = real_pages(limit)
+    print(f"\ndet.check time per page over {len(pages)} {source} pages (best of {rounds}, interleaved)")
+    runs: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
+    for _ in range(rounds):
+        for variant in variants:
+            runs[variant].append(_one_round(variant, redis_url, pages))
+    print(
+        f"  {'variant':<13} {'wall us/page':>12} {'cpu us/page':>12} {'server us/page':>15}"
+        f" {'trips/page':>11}"
+    )
+    best: dict[str, dict[str, float]] = {}
+    for variant, rows in runs.items():
+        best[variant] = {key: min(r[key] for r in rows) for key in rows[0]}
+        b = best[variant]
+        print(
+            f"  {variant:<13} {b['wall'] * 1e6:12.0f} {b['cpu'] * 1e6:12.0f} {b['server'] * 1e6:15.0f}"
+            f" {b['trips']:11.3f}"
+        )
+    if "memory" not in runs:
+        return
+    memory = best["memory"]
+    for variant in variants:
+        if not variant.startswith("redis"):
+            continue
+        paired = sorted(r["wall"] / m["wall"] for r, m in zip(runs[variant], runs["memory"], strict=True))
+        median = paired[len(paired) // 2]
+        cpu_ratio = (best[variant]["cpu"] + best[variant]["server"]) / memory["cpu"]
+        print(
+            f"  {variant}/memory time ratio: {best[variant]['wall'] / memory['wall']:.2f} best wall,"
+            f" {median:.2f} median paired wall, {cpu_ratio:.2f} cpu (client+server) (target <= 1.5)"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sizes", default="10000,100000", help="comma-separated page counts")
+    parser.add_argument(
+        "--redis-url", default=os.environ.get("NEARDUP_TEST_REDIS", "redis://127.0.0.1:6379/0")
+    )
+    parser.add_argument("--no-redis", action="store_true")
+    parser.add_argument("--pages", type=int, default=1602, help="real pages for the timing")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--variants",
+        default="memory,redis",
+        help=f"comma-separated timed variants, of {', '.join(VARIANTS)} (redis-2rt: the two round trip path)",
+    )
+    args = parser.parse_args()
+    redis_url = None if args.no_redis else args.redis_url
+    footprint([int(s) for s in args.sizes.split(",") if s], redis_url)
+    if redis_url:
+        timing(redis_url, args.pages, args.rounds, [v for v in args.variants.split(",") if v])
+
+
+if __name__ == "__main__":
+    main()

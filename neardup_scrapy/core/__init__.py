@@ -1,0 +1,22 @@
+"""Framework-free near-duplicate engine: main-content text, SimHash + MinHash LSH, clusters, mirrors.
+
+Nothing here imports Scrapy or Twisted; the Scrapy components in :mod:`neardup_scrapy` are thin
+glue around :class:`NearDupDetector`.
+"""
+
+from .detector import NearDupDetector
+from .params import DetectorParams, ParameterError
+from .report_data import REPORT_FORMAT
+from .storage.base import IndexStorage, ParameterMismatchError, StorageError
+from .verdict import Verdict
+
+__all__ = [
+    "REPORT_FORMAT",
+    "DetectorParams",
+    "IndexStorage",
+    "NearDupDetector",
+    "ParameterError",
+    "ParameterMismatchError",
+    "StorageError",
+    "Verdict",
+]

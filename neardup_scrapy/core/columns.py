@@ -1,0 +1,86 @@
+"""Growable numpy columns in fixed-size chunks (no per-row Python object, no 2x over-allocation)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+CHUNK_ROWS = 1 << 15
+
+
+class Column:
+    """An append-only column of fixed-width rows stored in chunks of ``CHUNK_ROWS`` rows."""
+
+    def __init__(self, dtype: Any, width: int = 0) -> None:
+        self._dtype = np.dtype(dtype)
+        self._shape: tuple[int, ...] = (CHUNK_ROWS, width) if width else (CHUNK_ROWS,)
+        self._chunks: list[npt.NDArray[Any]] = []
+        self._rows = 0
+
+    def __len__(self) -> int:
+        return self._rows
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes allocated."""
+        return sum(c.nbytes for c in self._chunks)
+
+    def append(self, value: Any) -> int:
+        """Append one row and return its index."""
+        row = self._rows
+        chunk, offset = divmod(row, CHUNK_ROWS)
+        if chunk == len(self._chunks):
+            self._chunks.append(np.zeros(self._shape, dtype=self._dtype))
+        self._chunks[chunk][offset] = value
+        self._rows += 1
+        return row
+
+    def __getitem__(self, row: int) -> Any:
+        chunk, offset = divmod(row, CHUNK_ROWS)
+        return self._chunks[chunk][offset]
+
+    def __setitem__(self, row: int, value: Any) -> None:
+        chunk, offset = divmod(row, CHUNK_ROWS)
+        self._chunks[chunk][offset] = value
+
+    def take(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[Any]:
+        """Rows ``rows`` as one array (in the given order)."""
+        out = np.empty((len(rows), *self._shape[1:]), dtype=self._dtype)
+        chunk_of, offset = np.divmod(rows, CHUNK_ROWS)
+        for chunk in np.unique(chunk_of).tolist():
+            sel = chunk_of == chunk
+            out[sel] = self._chunks[chunk][offset[sel]]
+        return out
+
+    def all(self) -> npt.NDArray[Any]:
+        """All rows as one array (a copy)."""
+        if not self._chunks:
+            return np.empty((0, *self._shape[1:]), dtype=self._dtype)
+        return np.concatenate(self._chunks)[: self._rows]
+
+
+class StringColumn:
+    """Append-only UTF-8 strings in one bytearray with int64 end offsets."""
+
+    def __init__(self) -> None:
+        self._blob = bytearray()
+        self._ends = Column(np.int64)
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes allocated (blob plus offsets)."""
+        return len(self._blob) + self._ends.nbytes
+
+    def append(self, text: str) -> int:
+        """Append a string and return its row."""
+        self._blob += text.encode("utf-8", "surrogatepass")
+        return self._ends.append(len(self._blob))
+
+    def __getitem__(self, row: int) -> str:
+        start = int(self._ends[row - 1]) if row else 0
+        return self._blob[start : int(self._ends[row])].decode("utf-8", "surrogatepass")

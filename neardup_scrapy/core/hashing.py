@@ -1,0 +1,79 @@
+"""Stable, seeded hashing in numpy: token hashes, word/char n-gram shingles, key mixing.
+
+Every hash here is a pure function of its input bytes and the seed (xxh3 and fixed 64-bit
+arithmetic), so values are identical across processes, machines and Python versions. Python's
+``hash()`` is never used.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+import xxhash
+
+U64 = npt.NDArray[np.uint64]
+
+_PRIME = np.uint64(0x9E3779B97F4A7C15)  # 2**64 / golden ratio, odd
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
+
+
+def mix64(values: U64) -> U64:
+    """SplitMix64 finaliser, vectorised: a bijection on uint64 with good avalanche."""
+    z = values ^ (values >> _S30)
+    z = z * _MIX1
+    z ^= z >> _S27
+    z *= _MIX2
+    z ^= z >> _S31
+    return z
+
+
+def token_hashes(tokens: list[str], seed: int) -> U64:
+    """Hash every token once with seeded xxh3-64."""
+    digest = xxhash.xxh3_64_intdigest
+    return np.fromiter(
+        (digest(t.encode("utf-8", "surrogatepass"), seed) for t in tokens), dtype=np.uint64, count=len(tokens)
+    )
+
+
+def shingle_hashes(hashed_tokens: U64, size: int) -> U64:
+    """Hashes of all contiguous n-grams of ``size`` tokens, built from per-token hashes.
+
+    ``s_i = mix64(((((t_i * P) ^ t_{i+1}) * P) ^ ...) ^ t_{i+size-1})`` (wrapping uint64); the
+    multiply between steps makes the combination order-sensitive. A text shorter than ``size``
+    tokens yields one shingle of all its tokens, so short texts still have a sketch.
+
+    Args:
+        hashed_tokens: output of :func:`token_hashes`.
+        size: shingle length in tokens.
+
+    Returns:
+        One uint64 per shingle (``max(1, n - size + 1)`` values; none for no tokens).
+    """
+    n = len(hashed_tokens)
+    if n == 0:
+        return np.empty(0, dtype=np.uint64)
+    width = min(size, n)
+    count = n - width + 1
+    acc = hashed_tokens[:count].copy()
+    for j in range(1, width):
+        acc *= _PRIME
+        acc ^= hashed_tokens[j : j + count]
+    return mix64(acc)
+
+
+def seeded_constants(seed: int, label: str, count: int) -> U64:
+    """``count`` stable pseudo-random uint64 constants for ``(seed, label)``."""
+    digest = xxhash.xxh3_64_intdigest
+    return np.array([digest(f"{label}:{i}".encode(), seed) for i in range(count)], dtype=np.uint64)
+
+
+def digest128(text: str, seed: int) -> bytes:
+    """128-bit xxh3 digest of a normalised text (the exact-duplicate key)."""
+    return xxhash.xxh3_128_digest(text.encode("utf-8", "surrogatepass"), seed)
+
+
+def string_hash(text: str, seed: int) -> int:
+    """Stable 64-bit hash of a short string (hosts, labels)."""
+    return xxhash.xxh3_64_intdigest(text.encode("utf-8", "surrogatepass"), seed)

@@ -1,0 +1,114 @@
+"""Builds the JSON report (format ``neardup-report/1``) from a store's counters and clusters."""
+
+from __future__ import annotations
+
+import datetime as dt
+from importlib import metadata
+from typing import Any
+
+from .hosts import mirror_target
+from .params import DetectorParams
+from .storage.base import IndexStorage
+
+REPORT_FORMAT = "neardup-report/1"
+
+
+def _version() -> str:
+    try:
+        return metadata.version("neardup-scrapy")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0+unknown"
+
+
+def build_report(
+    storage: IndexStorage,
+    params: DetectorParams,
+    *,
+    examples: list[dict[str, Any]],
+    max_clusters: int,
+    max_members: int,
+    max_hosts: int,
+    dropped: int = 0,
+    storage_errors: int = 0,
+) -> dict[str, Any]:
+    """Assemble the report; every list is capped so a million-page crawl stays a few MB.
+
+    Args:
+        storage: the detector's store (counters, clusters).
+        params: the detector's parameters (recorded in the report).
+        examples: near-duplicate pairs with text excerpts, already capped.
+        max_clusters: largest clusters listed.
+        max_members: members listed per cluster (representative first).
+        max_hosts: hosts listed (most pages first); ``hosts_total`` gives the full count.
+        dropped: pages or items the crawl dropped (filled by the Scrapy glue).
+        storage_errors: pages passed through because the store failed.
+    """
+    counts = storage.host_counts()
+    pairs = storage.host_pairs()
+    pairs_by_host: dict[str, dict[str, int]] = {}
+    for (host, other), n in pairs.items():
+        pairs_by_host.setdefault(host, {})[other] = n
+
+    mirrors: list[dict[str, Any]] = []
+    mirror_of: dict[str, str] = {}
+    for host, c in counts.items():
+        target = mirror_target(
+            host, c.pages, pairs_by_host.get(host, {}), params.mirror_min_pages, params.mirror_share
+        )
+        if target is not None:
+            mirror_of[host] = target[0]
+            mirrors.append(
+                {
+                    "host": host,
+                    "mirror_of": target[0],
+                    "pages": c.pages,
+                    "duplicate_pages": target[1],
+                    "duplicate_share": round(target[1] / c.pages, 4),
+                }
+            )
+    mirrors.sort(key=lambda m: (-m["duplicate_pages"], m["host"]))
+
+    hosts: list[dict[str, Any]] = []
+    for host, c in counts.items():
+        checked = c.pages
+        hosts.append(
+            {
+                "host": host,
+                "pages": c.pages + c.skipped,
+                "unique": c.unique,
+                "exact": c.exact,
+                "near": c.near,
+                "skipped": c.skipped,
+                "duplicate_share": round((c.exact + c.near) / checked, 4) if checked else 0.0,
+                "mirror_of": mirror_of.get(host),
+            }
+        )
+    hosts.sort(key=lambda h: (-h["pages"], h["host"]))
+
+    size_hist, clusters = storage.clusters(max_clusters, max_members)
+    totals = {
+        "pages": sum(c.pages + c.skipped for c in counts.values()),
+        "unique": sum(c.unique for c in counts.values()),
+        "exact": sum(c.exact for c in counts.values()),
+        "near": sum(c.near for c in counts.values()),
+        "skipped": sum(c.skipped for c in counts.values()),
+        "dropped": dropped,
+        "clusters": sum(size_hist.values()),
+        "mirror_hosts": len(mirrors),
+        "bytes": sum(c.bytes for c in counts.values()),
+        "bytes_saved": sum(c.duplicate_bytes for c in counts.values()),
+        "storage_errors": storage_errors,
+    }
+    return {
+        "format": REPORT_FORMAT,
+        "generated_at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "tool": {"name": "neardup-scrapy", "version": _version()},
+        "params": params.as_dict(),
+        "totals": totals,
+        "hosts": hosts[:max_hosts],
+        "hosts_total": len(hosts),
+        "cluster_sizes": {str(k): v for k, v in sorted(size_hist.items())},
+        "clusters": clusters,
+        "mirrors": mirrors,
+        "examples": examples,
+    }

@@ -1,0 +1,89 @@
+"""64-bit SimHash (Charikar 2002) and the permuted-block tables of Manku, Jain and Das Sarma (2007).
+
+SimHash: every shingle hash votes on each of the 64 bits (+1 where the bit is set, -1 where
+not; a shingle that occurs twice votes twice); bit ``j`` of the fingerprint is 1 where the vote
+is positive. For two documents with shingle-count vectors at angle ``theta``, each bit differs
+with probability ``theta / pi``, so the expected Hamming distance is ``64 theta / pi``.
+
+Finding all fingerprints within ``k`` bits without a linear scan: split the 64 bits into
+``m > k`` blocks. Two fingerprints that differ in at most ``k`` bits agree on at least
+``m - k`` whole blocks, so for every choice of ``m - k`` blocks we keep one table keyed on those
+blocks' bits; a query looks up its key in each of the ``C(m, m - k)`` tables and every
+fingerprint within ``k`` bits is found in at least one. We use ``m = k + 2``: tables keyed on
+two blocks (about 25 bits at ``k = 3``, 10 tables), so a bucket holds few unrelated pages even
+at millions of pages, and the table count stays small.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from itertools import combinations
+
+import numpy as np
+import numpy.typing as npt
+
+U64 = npt.NDArray[np.uint64]
+
+_BITS = np.uint64(1) << np.arange(64, dtype=np.uint64)
+# _BYTE_BITS[v, j] = bit j of byte value v.
+_BYTE_BITS = ((np.arange(256)[:, None] >> np.arange(8)[None, :]) & 1).astype(np.int64)
+
+
+def simhash64(shingles: U64) -> int:
+    """SimHash fingerprint of a shingle-hash array (0 for an empty array).
+
+    Bit votes are counted a byte at a time: one ``bincount`` per byte position gives how many
+    shingles have each of the 256 byte values there, and a 256x8 bit table turns that into
+    per-bit counts, which avoids an ``n x 64`` intermediate.
+    """
+    n = len(shingles)
+    if n == 0:
+        return 0
+    as_bytes = np.ascontiguousarray(shingles, dtype="<u8").view(np.uint8).reshape(n, 8)
+    ones = np.empty(64, dtype=np.int64)
+    for position in range(8):
+        counts = np.bincount(as_bytes[:, position], minlength=256)
+        ones[position * 8 : position * 8 + 8] = counts @ _BYTE_BITS
+    positive = ones * 2 > n
+    return int(_BITS[positive].sum(dtype=np.uint64)) if positive.any() else 0
+
+
+def hamming(a: int, b: int) -> int:
+    """Number of differing bits of two 64-bit fingerprints (symmetric)."""
+    return (a ^ b).bit_count()
+
+
+def hamming_many(query: int, fingerprints: U64) -> npt.NDArray[np.int64]:
+    """Hamming distance of ``query`` to each fingerprint."""
+    diff = np.bitwise_xor(fingerprints, np.uint64(query))
+    counts: npt.NDArray[np.int64] = np.unpackbits(diff.view(np.uint8).reshape(-1, 8), axis=1).sum(
+        axis=1, dtype=np.int64
+    )
+    return counts
+
+
+@lru_cache(maxsize=16)
+def block_masks(max_distance: int) -> tuple[int, ...]:
+    """Bit masks of the permuted-block tables for ``max_distance``.
+
+    ``m = max_distance + 2`` blocks of near-equal width and one mask per choice of
+    ``m - max_distance`` (= 2) of them; ``max_distance = 0`` gives one table over all bits.
+    """
+    if max_distance == 0:
+        return ((1 << 64) - 1,)
+    blocks = max_distance + 2
+    edges = [round(i * 64 / blocks) for i in range(blocks + 1)]
+    block_bits = [((1 << (edges[i + 1] - edges[i])) - 1) << edges[i] for i in range(blocks)]
+    masks = []
+    for chosen in combinations(range(blocks), blocks - max_distance):
+        mask = 0
+        for i in chosen:
+            mask |= block_bits[i]
+        masks.append(mask)
+    return tuple(masks)
+
+
+def table_values(fingerprint: int, max_distance: int) -> U64:
+    """The fingerprint's bits under each table mask (one uint64 per table)."""
+    masks = np.array(block_masks(max_distance), dtype=np.uint64)
+    return masks & np.uint64(fingerprint)

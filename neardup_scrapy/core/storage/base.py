@@ -1,0 +1,248 @@
+"""The storage interface behind :class:`~neardup_scrapy.core.NearDupDetector`.
+
+A store keeps, for every indexed page, a compact record (url, host, 128-bit digest, 64-bit
+SimHash, a MinHash signature truncated to 16 bits per value, its cluster parent and the time it
+was added), the LSH buckets of both indexes, and per-host counters. The detector does all the
+hashing and all the decisions; a store only answers three calls per page:
+
+1. :meth:`IndexStorage.lookup` -- the ids in the buckets of the page's keys, plus a *token*
+   describing what was seen;
+2. :meth:`IndexStorage.fetch` -- the records of those candidates, for verification;
+3. :meth:`IndexStorage.commit` -- add the page, its bucket entries, cluster unions and counters,
+   atomically, **unless** a bucket changed since the token was taken, in which case it returns
+   ``None`` and the detector checks the page again. That compare-and-insert makes a shared store
+   (Redis) safe: two processes that see near-duplicates at once can never both record an original.
+
+A store may also offer the optional :meth:`IndexStorage.lookup_or_insert` (the detector looks it
+up with ``getattr``): steps 1 and 3 in one atomic call for the common page that has no candidate
+at all, so a server-backed store answers it in one round trip instead of two.
+
+Keys are ``uint64``: the top 8 bits name the table (0 = exact digests, 1..b = MinHash bands,
+b+1.. = SimHash permuted blocks), the other 56 bits the bucket.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+U64Array = npt.NDArray[np.uint64]
+I64Array = npt.NDArray[np.int64]
+U16Array = npt.NDArray[np.uint16]
+
+#: Status codes as stored (uint8).
+STATUS_CODES = {"unique": 0, "exact": 1, "near": 2}
+STATUS_NAMES = {v: k for k, v in STATUS_CODES.items()}
+
+
+class StorageError(RuntimeError):
+    """A store cannot be reached or answered badly; the detector applies its error policy."""
+
+
+class ParameterMismatchError(StorageError):
+    """A persisted store was built with other parameters than the detector's.
+
+    Attributes:
+        differences: ``{name: (stored, requested)}`` for every differing parameter.
+    """
+
+    def __init__(self, where: str, differences: Mapping[str, tuple[Any, Any]]) -> None:
+        self.differences = dict(differences)
+        listed = "; ".join(
+            f"{k}: stored {s!r}, requested {r!r}" for k, (s, r) in sorted(self.differences.items())
+        )
+        super().__init__(
+            f"the neardup index at {where} was built with other parameters ({listed}); "
+            "use the same settings, or another path/prefix for a new index"
+        )
+
+
+def compare_parameters(stored: Mapping[str, Any], requested: Mapping[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """Return ``{name: (stored, requested)}`` for every key whose values differ (missing = ``None``)."""
+    out: dict[str, tuple[Any, Any]] = {}
+    for key in sorted(set(stored) | set(requested)):
+        a, b = stored.get(key), requested.get(key)
+        if a != b and not (
+            isinstance(a, (int, float)) and isinstance(b, (int, float)) and float(a) == float(b)
+        ):
+            out[key] = (a, b)
+    return out
+
+
+@dataclass(frozen=True)
+class DocRecord:
+    """One page as the index keeps it.
+
+    Attributes:
+        url: the page's url.
+        host: its host.
+        digest: 16-byte xxh3-128 of the normalised main text.
+        simhash: 64-bit SimHash of the shingles.
+        signature: MinHash values, low 16 bits each (b-bit MinHash, b=16).
+        parent: id of the cluster parent (the representative for a duplicate; ``-1`` for a new
+            cluster, meaning "itself").
+        status: ``"unique"``, ``"exact"`` or ``"near"``.
+        similarity: estimated Jaccard with the representative (``nan`` for unique).
+        hamming: SimHash distance to the representative (``-1`` for unique).
+        added: time (seconds since the epoch) the page was indexed.
+        excerpt: a short excerpt of its main text (kept only by stores that keep excerpts).
+    """
+
+    url: str
+    host: str
+    digest: bytes
+    simhash: int
+    signature: U16Array
+    parent: int
+    status: str
+    similarity: float
+    hamming: int
+    added: float
+    excerpt: str = ""
+
+
+@dataclass
+class DocBatch:
+    """Records of several pages, as arrays (row ``i`` is ``ids[i]``).
+
+    ``roots`` are the cluster roots (union-find ``find``), not the stored parents.
+    """
+
+    ids: I64Array
+    signatures: U16Array  # shape (n, num_perm)
+    simhashes: U64Array
+    digests: list[bytes]
+    roots: I64Array
+    added: npt.NDArray[np.float64]
+    urls: list[str]
+    hosts: list[str]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+@dataclass(frozen=True)
+class Commit:
+    """Everything one page changes in a store, applied atomically.
+
+    Attributes:
+        record: the page; ``None`` for a skipped page (only counters change).
+        keys: bucket keys to add the page to (empty for exact duplicates: they add no entries).
+        token: what :meth:`IndexStorage.lookup` returned for these keys; the commit fails if a
+            bucket has changed since.
+        unions: ``(root, new_root)`` pairs: cluster ``root`` joins cluster ``new_root``.
+        host: host counter to increment.
+        status: ``unique``, ``exact``, ``near`` or ``skipped``.
+        duplicate_host: host of the representative, for the mirror pair counter (or ``None``).
+        nbytes: size of the page's body, for the bytes-saved figure.
+    """
+
+    record: DocRecord | None
+    keys: U64Array
+    token: object
+    unions: Sequence[tuple[int, int]] = ()
+    host: str = ""
+    status: str = "unique"
+    duplicate_host: str | None = None
+    nbytes: int = 0
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """Outcome of a commit.
+
+    Attributes:
+        doc_id: id given to the page (``-1`` for a skipped page).
+        host_pages: pages of the host counted so far (skipped excluded).
+        host_pairs: ``{other_host: pages of this host that duplicate a page of other_host}``.
+    """
+
+    doc_id: int
+    host_pages: int
+    host_pairs: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class HostCounts:
+    """Per-host counters."""
+
+    pages: int = 0
+    unique: int = 0
+    exact: int = 0
+    near: int = 0
+    skipped: int = 0
+    bytes: int = 0
+    duplicate_bytes: int = 0
+
+
+#: Type of a bound ``lookup_or_insert`` method (see :class:`IndexStorage`).
+LookupOrInsert = Callable[[U64Array, Commit], tuple[I64Array, object, "CommitResult | None"]]
+
+
+@runtime_checkable
+class IndexStorage(Protocol):
+    """What the detector needs from a store. See the module docstring for the protocol.
+
+    Optional method (not part of the runtime-checkable protocol; the detector uses it when
+    ``getattr(store, "lookup_or_insert", None)`` finds it, and falls back to ``lookup`` otherwise):
+
+    ``lookup_or_insert(keys, provisional: Commit) -> tuple[I64Array, object, CommitResult | None]``
+        Look up the buckets of ``keys``. If they hold no page at all (no candidate, pages a
+        store has already forgotten through expiry excepted), apply ``provisional`` -- the
+        page's commit as a ``"unique"`` page with ``parent=-1`` -- atomically in the same step
+        (ignoring its token) and return ``(empty ids, token, result)``, ``result`` being that
+        commit's :class:`CommitResult`. Otherwise change nothing and return
+        ``(ids, token, None)`` exactly as :meth:`lookup` would; the detector then fetches,
+        decides and commits as usual. Implementations must keep a commit's guarantees:
+        atomic with the lookup, and idempotent under the store's own retries. The
+        :data:`LookupOrInsert` alias types the bound method.
+    """
+
+    def open(self, signature: Mapping[str, Any]) -> None:
+        """Create the store, or open it and check its recorded parameters.
+
+        Raises:
+            ParameterMismatchError: the store was built with other parameters.
+            StorageError: the store cannot be reached.
+        """
+
+    def close(self) -> None:
+        """Flush and release resources. Idempotent."""
+
+    def lookup(self, keys: U64Array) -> tuple[I64Array, object]:
+        """Ids of all pages in the buckets of ``keys`` (sorted, unique), and a token for commit."""
+
+    def fetch(self, ids: I64Array) -> DocBatch:
+        """Records of the pages ``ids``, with their cluster roots."""
+
+    def commit(self, commit: Commit) -> CommitResult | None:
+        """Apply ``commit`` atomically; ``None`` if a bucket changed since its token was taken."""
+
+    def url_of(self, doc_id: int) -> str:
+        """Url of a page."""
+
+    def __len__(self) -> int:
+        """Number of indexed pages."""
+
+    def host_counts(self) -> dict[str, HostCounts]:
+        """Counters of every host."""
+
+    def host_pairs(self) -> dict[tuple[str, str], int]:
+        """``{(host, other_host): n}``: pages of ``host`` that duplicate a page of ``other_host``."""
+
+    def clusters(self, max_clusters: int, max_members: int) -> tuple[dict[int, int], list[dict[str, Any]]]:
+        """Clusters of two or more pages.
+
+        Returns:
+            ``(size_histogram, largest)``: ``{size: number of clusters}`` over all clusters, and the
+            ``max_clusters`` largest as ``{"id", "size", "representative", "hosts", "members"}`` where
+            ``members`` (at most ``max_members``, representative first) are
+            ``{"url", "status", "similarity", "hamming"}``.
+        """
+
+    def memory_bytes(self) -> int:
+        """Bytes the store holds for its pages (approximate; for benchmarks and the report)."""

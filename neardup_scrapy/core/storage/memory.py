@@ -1,0 +1,242 @@
+"""In-memory store (the default): numpy columns, an LSM multimap for buckets, union-find parents.
+
+Per page it keeps about: 2 * num_perm bytes of signature (256 at 128 permutations), 8 bytes
+per bucket entry (one per MinHash band and SimHash table: 31 at the defaults), 16 bytes of
+digest, 8 of SimHash, ~20 of bookkeeping and the url's bytes -- about 600 bytes in all.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from neardup_scrapy.core.columns import Column, StringColumn
+from neardup_scrapy.core.hashing import mix64
+from neardup_scrapy.core.multimap import KeyMultimap
+
+from .base import (
+    STATUS_CODES,
+    STATUS_NAMES,
+    Commit,
+    CommitResult,
+    DocBatch,
+    HostCounts,
+    I64Array,
+    U64Array,
+)
+
+
+def _key32(keys: U64Array) -> np.ndarray[Any, np.dtype[np.uint32]]:
+    return (mix64(keys) >> np.uint64(32)).astype(np.uint32)
+
+
+class MemoryStorage:
+    """The default store: everything in this process's memory, nothing persisted.
+
+    Args:
+        ttl: accepted for interface compatibility; expiry is applied by the detector, which
+            ignores candidates older than its ``ttl``.
+    """
+
+    def __init__(self, ttl: float | None = None, **_: Any) -> None:
+        self.ttl = ttl
+        self._signature: dict[str, Any] | None = None
+        self._num_perm = 0
+        self._buckets = KeyMultimap()
+        self._hosts: dict[str, int] = {}
+        self._host_names: list[str] = []
+        self._host_counts: dict[str, HostCounts] = {}
+        self._pairs: dict[tuple[str, str], int] = {}
+        self._pairs_by_host: dict[str, dict[str, int]] = {}
+        self._urls = StringColumn()
+        self._host_of = Column(np.int32)
+        self._digests = Column(np.uint8, 16)
+        self._simhashes = Column(np.uint64)
+        self._signatures: Column | None = None
+        self._parents = Column(np.int32)
+        self._status = Column(np.uint8)
+        self._similarity = Column(np.float16)
+        self._hamming = Column(np.int8)
+        self._added = Column(np.uint32)  # whole seconds since the epoch
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def open(self, signature: Mapping[str, Any]) -> None:
+        """Remember the parameters (nothing is persisted, so nothing can mismatch)."""
+        self._signature = dict(signature)
+        self._num_perm = int(signature.get("num_perm", 128))
+        self._signatures = Column(np.uint16, self._num_perm)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    def __len__(self) -> int:
+        return len(self._urls)
+
+    # -- the three calls per page --------------------------------------------------------------
+    def lookup(self, keys: U64Array) -> tuple[I64Array, object]:
+        """Ids in the buckets of ``keys``; the token is unused (a single writer never conflicts)."""
+        ids = self._buckets.lookup(_key32(keys))
+        return np.unique(ids).astype(np.int64), None
+
+    def lookup_or_insert(
+        self, keys: U64Array, provisional: Commit
+    ) -> tuple[I64Array, object, CommitResult | None]:
+        """:meth:`lookup`, then :meth:`commit` of ``provisional`` if no bucket holds a page.
+
+        One process, one writer: the two steps are atomic as they are. Calls ``self.lookup`` and
+        ``self.commit``, so a subclass that wraps them (fault injection) still sees every call.
+        """
+        ids, token = self.lookup(keys)
+        if len(ids):
+            return ids, token, None
+        return ids, token, self.commit(provisional)
+
+    def fetch(self, ids: I64Array) -> DocBatch:
+        """Records of ``ids`` with their cluster roots."""
+        assert self._signatures is not None, "open() first"
+        hosts = self._host_of.take(ids)
+        return DocBatch(
+            ids=ids,
+            signatures=self._signatures.take(ids),
+            simhashes=self._simhashes.take(ids),
+            digests=[bytes(row) for row in self._digests.take(ids)],
+            roots=np.array([self._find(int(i)) for i in ids], dtype=np.int64),
+            added=self._added.take(ids).astype(np.float64),
+            urls=[self._urls[int(i)] for i in ids],
+            hosts=[self._host_names[int(h)] for h in hosts],
+        )
+
+    def commit(self, commit: Commit) -> CommitResult:
+        """Apply ``commit`` (never conflicts in one process)."""
+        counts = self._host_counts.setdefault(commit.host, HostCounts())
+        pairs = self._pairs_by_host.setdefault(commit.host, {})
+        if commit.status == "skipped" or commit.record is None:
+            counts.skipped += 1
+            return CommitResult(doc_id=-1, host_pages=counts.pages, host_pairs=pairs)
+        assert self._signatures is not None, "open() first"
+        record = commit.record
+        doc_id = self._urls.append(record.url)
+        self._host_of.append(self._host_id(record.host))
+        self._digests.append(np.frombuffer(record.digest, dtype=np.uint8))
+        self._simhashes.append(record.simhash)
+        self._signatures.append(record.signature)
+        self._parents.append(record.parent if record.parent >= 0 else doc_id)
+        self._status.append(STATUS_CODES[record.status])
+        self._similarity.append(record.similarity)
+        self._hamming.append(record.hamming)
+        self._added.append(int(record.added or time.time()))
+        for root, new_root in commit.unions:
+            self._parents[self._find(root)] = self._find(new_root)
+        if len(commit.keys):
+            self._buckets.add(_key32(commit.keys), doc_id)
+        counts.pages += 1
+        counts.bytes += commit.nbytes
+        setattr(counts, commit.status, getattr(counts, commit.status) + 1)
+        if commit.status != "unique":
+            counts.duplicate_bytes += commit.nbytes
+        if commit.duplicate_host is not None and commit.duplicate_host != commit.host:
+            pairs[commit.duplicate_host] = pairs.get(commit.duplicate_host, 0) + 1
+            key = (commit.host, commit.duplicate_host)
+            self._pairs[key] = self._pairs.get(key, 0) + 1
+        return CommitResult(doc_id=doc_id, host_pages=counts.pages, host_pairs=pairs)
+
+    # -- lookups for reports ---------------------------------------------------------------------
+    def url_of(self, doc_id: int) -> str:
+        """Url of page ``doc_id``."""
+        return self._urls[doc_id]
+
+    def host_counts(self) -> dict[str, HostCounts]:
+        """Counters of every host (live objects; do not modify)."""
+        return self._host_counts
+
+    def host_pairs(self) -> dict[tuple[str, str], int]:
+        """Mirror pair counters."""
+        return dict(self._pairs)
+
+    def clusters(self, max_clusters: int, max_members: int) -> tuple[dict[int, int], list[dict[str, Any]]]:
+        """Size histogram of all clusters and the ``max_clusters`` largest (see the protocol)."""
+        if not len(self):
+            return {}, []
+        roots = self._all_roots()
+        unique_roots, sizes = np.unique(roots, return_counts=True)
+        multi = sizes > 1
+        sizes_hist = {
+            int(s): int(c) for s, c in zip(*np.unique(sizes[multi], return_counts=True), strict=True)
+        }
+        # Largest first; ties by representative (first seen).
+        order = np.lexsort((unique_roots[multi], -sizes[multi]))[:max_clusters]
+        chosen = unique_roots[multi][order]
+        by_root = np.argsort(roots, kind="stable")
+        sorted_roots = roots[by_root]
+        status = self._status.all()
+        similarity = self._similarity.all()
+        hamming = self._hamming.all()
+        out = []
+        for root, size in zip(chosen.tolist(), sizes[multi][order].tolist(), strict=True):
+            lo, hi = np.searchsorted(sorted_roots, [root, root + 1])
+            members = by_root[lo:hi]
+            hosts = sorted({self._host_names[int(self._host_of[int(m)])] for m in members[:1000].tolist()})
+            rows = []
+            for m in members[:max_members].tolist():
+                rows.append(
+                    {
+                        "url": self._urls[m],
+                        "status": "unique" if m == root else STATUS_NAMES[int(status[m])],
+                        "similarity": None if m == root else round(float(similarity[m]), 4),
+                        "hamming": None if m == root else int(hamming[m]),
+                    }
+                )
+            out.append(
+                {
+                    "id": self._urls[root],
+                    "size": int(size),
+                    "representative": self._urls[root],
+                    "hosts": hosts,
+                    "members": rows,
+                }
+            )
+        return sizes_hist, out
+
+    def memory_bytes(self) -> int:
+        """Bytes held by the arrays of this store."""
+        columns = (
+            self._host_of,
+            self._digests,
+            self._simhashes,
+            self._parents,
+            self._status,
+            self._similarity,
+            self._hamming,
+            self._added,
+        )
+        total = sum(c.nbytes for c in columns) + self._urls.nbytes + self._buckets.nbytes
+        return total + (self._signatures.nbytes if self._signatures is not None else 0)
+
+    # -- union-find ----------------------------------------------------------------------------
+    def _find(self, doc_id: int) -> int:
+        parents = self._parents
+        root = doc_id
+        while (parent := int(parents[root])) != root:
+            root = parent
+        while (parent := int(parents[doc_id])) != root:  # path compression
+            parents[doc_id] = root
+            doc_id = parent
+        return root
+
+    def _all_roots(self) -> I64Array:
+        parents = self._parents.all().astype(np.int64)
+        while True:
+            grand = parents[parents]
+            if np.array_equal(grand, parents):
+                return parents
+            parents = grand
+
+    def _host_id(self, host: str) -> int:
+        host_id = self._hosts.get(host)
+        if host_id is None:
+            host_id = self._hosts[host] = len(self._host_names)
+            self._host_names.append(host)
+        return host_id

@@ -1,0 +1,981 @@
+"""Redis store: one index shared by many crawler processes (``NEARDUP_STORAGE = "redis"``).
+
+Key layout (``P`` is the prefix, one index per prefix; every value is packed binary):
+
+* ``P:params`` (hash): the index parameters, one JSON value per field, written once by the
+  first process and compared by every later one (:class:`~.base.ParameterMismatchError`).
+* ``P:m`` (hash): bookkeeping -- ``next`` (doc id counter), ``L``/``p`` (linear-hashing level and
+  split pointer of the bucket shards), ``n`` (bucket count), ``load``, ``maxval``, ``c`` (prune
+  cursor), ``format``.
+* ``P:d:<id>`` (string, one per page): the packed record -- parent ``i32``, status ``u8``,
+  Hamming ``i8``, similarity ``f16``, time added ``f64``, SimHash ``u64``, digest (16 bytes),
+  the signature (``num_perm`` x ``u16``), then the host (``u16`` length + UTF-8) and the url.
+  About 330 bytes + url at 128 permutations. With a ``ttl`` it carries ``EXPIRE ttl``.
+* ``P:s:<n>`` (hash, "shard"): the LSH buckets. A bucket key becomes a 6-byte field (the top
+  48 bits of a 64-bit mix of the key); its value is the bucket's doc ids as packed little-endian
+  ``u32``. Shards are kept small (``load`` buckets on average, ~40) so Redis stores them as
+  *listpacks* -- about 14 bytes per bucket entry instead of a key per bucket (a per-bucket key
+  costs ~80 bytes: that is how datasketch's Redis storage turns 223 MB of input into 15 GB).
+  Shards split one at a time as the index grows (linear hashing: a bucket with address hash
+  ``h`` lives in shard ``h mod 2**L``, or ``h mod 2**(L+1)`` when that is below ``p``), so the
+  layout stays compact from ten pages to tens of millions without a resize pause.
+* ``P:o:<field>`` (string): a bucket that outgrew ``maxval`` bytes (the listpack value limit,
+  64 by default) moves here; its shard field keeps an empty marker.
+* ``P:hc`` (hash): per-host counters, fields ``<c>|<host>`` with ``c`` one of ``p`` pages,
+  ``u``/``e``/``n``/``s`` unique/exact/near/skipped, ``b`` bytes, ``d`` duplicate bytes.
+* ``P:pr:<host>`` (hash): mirror pair counters, ``other host -> pages``.
+* ``P:n:<client>`` (string): the last commit of one client, for idempotent retries.
+
+Atomicity: :meth:`RedisStorage.lookup` is one Lua script (one round trip) that reads the
+buckets and also returns the records and cluster roots of the candidates, so the detector's
+:meth:`RedisStorage.fetch` is normally answered from that snapshot without a round trip.
+Its token is, per bucket, the last id it held. Doc ids come from one counter and every commit
+appends its id, so any insert into a bucket changes that bucket's last id. :meth:`RedisStorage.commit`
+is one Lua script that re-reads those last ids and returns "conflict" if any changed;
+otherwise it allocates the id, stores the record, appends the bucket entries, applies the
+cluster unions, updates host and mirror counters and splits a shard when due -- all in one
+atomic step. Two processes that see near-duplicates at the same moment therefore cannot both
+record an original: the second commit conflicts and the detector checks its page again.
+
+One round trip for a page with no candidate: :meth:`RedisStorage.lookup_or_insert` is one Lua
+script that reads the buckets like ``lookup`` and, when none holds a live page, applies the
+detector's provisional "unique" commit in the same atomic step (the same code as ``commit``,
+so the same record, bucket entries, counters and shard splits); otherwise it changes nothing and
+answers exactly like ``lookup``. Most pages of a crawl have no candidate, so most cost one round
+trip instead of two.
+
+Faults: every round trip is retried with exponential backoff (:mod:`.retry`), then raises
+:class:`~.base.StorageError`. Commits (also those applied by ``lookup_or_insert``) are idempotent
+under retry: each carries a per-client sequence number, and a replay of an already applied commit
+returns its first result.
+
+Expiry (``ttl``): records expire with Redis ``EXPIRE``; lookups skip ids whose record is gone
+(and the detector ignores candidates older than ``ttl``). When a ttl is set, every commit also
+prunes one shard (expired ids form a prefix of each bucket since ids grow with time), so
+dead bucket entries are removed after one sweep over the shards. Host and mirror counters
+are crawl totals and do not expire.
+
+Scripts touch keys they compute from the prefix, so the store needs one Redis server (or a
+primary with replicas), not Redis Cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import struct
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import numpy as np
+
+from neardup_scrapy.core.hashing import mix64
+
+from .base import (
+    STATUS_CODES,
+    STATUS_NAMES,
+    Commit,
+    CommitResult,
+    DocBatch,
+    DocRecord,
+    HostCounts,
+    I64Array,
+    ParameterMismatchError,
+    StorageError,
+    U64Array,
+    compare_parameters,
+)
+from .retry import RetryPolicy, call_with_retry
+from .sqlite import summarize_clusters
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+DEFAULT_URL = "redis://127.0.0.1:6379/0"
+FORMAT = "neardup-redis/1"
+_HEAD = struct.Struct("<iBbed")  # parent, status, hamming, similarity (f16), added
+_NONE4 = b"\xff\xff\xff\xff"
+_STATUS_CHAR = {"unique": "u", "exact": "e", "near": "n", "skipped": "s"}
+_COUNTER_CHAR = {
+    "p": "pages",
+    "u": "unique",
+    "e": "exact",
+    "n": "near",
+    "s": "skipped",
+    "b": "bytes",
+    "d": "duplicate_bytes",
+}
+
+_LUA_COMMON = r"""
+local P = ARGV[1]
+local function h32(f)
+  local b1, b2, b3, b4 = string.byte(f, 1, 4)
+  return ((b1 * 256 + b2) * 256 + b3) * 256 + b4
+end
+local function address(f, L, sp)
+  local h = h32(f)
+  local m = 2 ^ L
+  local a = h % m
+  if a < sp then a = h % (2 * m) end
+  return a
+end
+local function bucket(f, L, sp)
+  local v = redis.call('HGET', P .. ':s:' .. address(f, L, sp), f)
+  if v == false then return '' end
+  if v == '' then return redis.call('GET', P .. ':o:' .. f) or '' end
+  return v
+end
+local function find(id, parent)
+  local hops = 0
+  while parent ~= id and hops < 10000 do
+    local s = redis.call('GETRANGE', P .. ':d:' .. parent, 0, 3)
+    if #s < 4 then return id end
+    id = parent
+    parent = struct.unpack('<i4', s)
+    hops = hops + 1
+  end
+  return id
+end
+local function root_of(id)
+  local s = redis.call('GETRANGE', P .. ':d:' .. id, 0, 3)
+  if #s < 4 then return -1 end
+  return find(id, struct.unpack('<i4', s))
+end
+local function meta()
+  local m = redis.call('HMGET', P .. ':m', 'L', 'p')
+  if not m[1] then return nil end
+  return tonumber(m[1]), tonumber(m[2])
+end
+-- Records and cluster roots of candidates ids[1..n] (roots not yet seen are appended to ids);
+-- nothing when there are more than cap candidates. Third value: whether a candidate is stored.
+local function records(ids, seen, cap)
+  local ncand = #ids
+  local recs, roots, live = {}, {}, false
+  if ncand > cap then return recs, roots, live end
+  local k = 1
+  while k <= #ids do
+    local id = ids[k]
+    local r = redis.call('GET', P .. ':d:' .. id)
+    if r then
+      if k <= ncand then live = true end
+      recs[k] = r
+      local root = find(id, struct.unpack('<i4', r))
+      roots[k] = root
+      if not seen[root] then seen[root] = true; ids[#ids + 1] = root end
+    else
+      recs[k] = ''
+      roots[k] = -1
+    end
+    k = k + 1
+  end
+  return recs, roots, live
+end
+"""
+
+# ARGV: prefix, cap, field...  ->  {values, ids, records, roots, candidates}
+_LUA_LOOKUP = (
+    _LUA_COMMON
+    + r"""
+local L, sp = meta()
+if not L then return redis.error_reply('NEARDUP_NOINDEX') end
+local cap = tonumber(ARGV[2])
+local values, ids, seen = {}, {}, {}
+for i = 3, #ARGV do
+  local v = bucket(ARGV[i], L, sp)
+  values[#values + 1] = v
+  for j = 1, #v - 3, 4 do
+    local id = struct.unpack('<I4', v, j)
+    if not seen[id] then seen[id] = true; ids[#ids + 1] = id end
+  end
+end
+local ncand = #ids
+local recs, roots = records(ids, seen, cap)
+return {values, ids, recs, roots, ncand}
+"""
+)
+
+# ARGV: prefix, id...  ->  {records, roots}
+_LUA_FETCH = (
+    _LUA_COMMON
+    + r"""
+local recs, roots = {}, {}
+for i = 2, #ARGV do
+  local id = tonumber(ARGV[i])
+  local r = redis.call('GET', P .. ':d:' .. id)
+  if r then
+    recs[#recs + 1] = r
+    roots[#roots + 1] = find(id, struct.unpack('<i4', r))
+  else
+    recs[#recs + 1] = ''
+    roots[#roots + 1] = -1
+  end
+end
+return {recs, roots}
+"""
+)
+
+# ARGV of the commit part, shared by the commit and lookup-or-insert scripts:
+#   3 fields, 4 record, 5 host, 6 status, 7 duplicate host, 8 nbytes, 9 unions, 10 ttl, 11 client, 12 seq
+# ``seen`` maps a 6-byte field to its raw shard value as already read in this script (``false`` =
+# no such bucket, ``''`` = overflow marker); ``apply`` reuses it instead of reading the shard again.
+_LUA_APPLY = r"""
+local M = P .. ':m'
+local HC = P .. ':hc'
+local function commit_result(doc)
+  local host = ARGV[5]
+  local pages = tonumber(redis.call('HGET', HC, 'p|' .. host) or '0')
+  return {doc, pages, redis.call('HGETALL', P .. ':pr:' .. host)}
+end
+-- the doc id of an already applied commit with this client's sequence number (a retried reply), or nil
+local function replayed()
+  if ARGV[11] == '' then return nil end
+  local prev = redis.call('GET', P .. ':n:' .. ARGV[11])
+  if not prev then return nil end
+  local seq, doc = string.match(prev, '^(%d+):(-?%d+)$')
+  if seq == ARGV[12] then return tonumber(doc) end
+  return nil
+end
+local function apply(L, sp, seen)
+  local host = ARGV[5]
+  local hc = HC
+  local status = ARGV[6]
+  local ttl = tonumber(ARGV[10])
+  local doc = -1
+  if status == 's' then
+    redis.call('HINCRBY', hc, 's|' .. host, 1)
+  else
+    doc = redis.call('HINCRBY', M, 'next', 1) - 1
+    local rec = ARGV[4]
+    if struct.unpack('<i4', rec) < 0 then rec = struct.pack('<i4', doc) .. string.sub(rec, 5) end
+    local dkey = P .. ':d:' .. doc
+    if ttl > 0 then redis.call('SET', dkey, rec, 'EX', ttl) else redis.call('SET', dkey, rec) end
+    local u = ARGV[9]
+    for j = 1, #u - 7, 8 do
+      local a, b = struct.unpack('<i4i4', u, j)
+      local ra, rb = root_of(a), root_of(b)
+      if ra >= 0 and rb >= 0 and ra ~= rb then
+        redis.call('SETRANGE', P .. ':d:' .. ra, 0, struct.pack('<i4', rb))
+      end
+    end
+    local maxval = tonumber(redis.call('HGET', M, 'maxval'))
+    local packed = struct.pack('<I4', doc)
+    local fs = ARGV[3]
+    local new_fields = 0
+    for j = 1, #fs - 5, 6 do
+      local f = string.sub(fs, j, j + 5)
+      local sk = P .. ':s:' .. address(f, L, sp)
+      local v = seen[f]
+      if v == nil then v = redis.call('HGET', sk, f) end
+      if v == false then
+        redis.call('HSET', sk, f, packed)
+        new_fields = new_fields + 1
+        seen[f] = packed
+      elseif v == '' then
+        if redis.call('GETRANGE', P .. ':o:' .. f, -4, -1) ~= packed then
+          redis.call('APPEND', P .. ':o:' .. f, packed)
+        end
+      elseif string.sub(v, -4) ~= packed then
+        if #v + 4 > maxval then
+          redis.call('SET', P .. ':o:' .. f, v .. packed)
+          redis.call('HSET', sk, f, '')
+          seen[f] = ''
+        else
+          redis.call('HSET', sk, f, v .. packed)
+          seen[f] = v .. packed
+        end
+      end
+    end
+    local n = redis.call('HINCRBY', M, 'n', new_fields)
+    redis.call('HINCRBY', hc, 'p|' .. host, 1)
+    redis.call('HINCRBY', hc, status .. '|' .. host, 1)
+    local nbytes = tonumber(ARGV[8])
+    redis.call('HINCRBY', hc, 'b|' .. host, nbytes)
+    if status ~= 'u' then redis.call('HINCRBY', hc, 'd|' .. host, nbytes) end
+    local dup = ARGV[7]
+    if dup ~= '' and dup ~= host then redis.call('HINCRBY', P .. ':pr:' .. host, dup, 1) end
+    -- linear hashing: split shard sp while the mean load is above 'load'
+    local load = tonumber(redis.call('HGET', M, 'load'))
+    local splits = 0
+    while n > load * (2 ^ L + sp) and splits < 4 do
+      local old = P .. ':s:' .. sp
+      local m2 = 2 ^ (L + 1)
+      local all = redis.call('HGETALL', old)
+      if #all > 0 then
+        redis.call('DEL', old)
+        local keep, move = {}, {}
+        for k = 1, #all, 2 do
+          local t = keep
+          if h32(all[k]) % m2 ~= sp then t = move end
+          t[#t + 1] = all[k]
+          t[#t + 1] = all[k + 1]
+        end
+        if #keep > 0 then redis.call('HSET', old, unpack(keep)) end
+        if #move > 0 then redis.call('HSET', P .. ':s:' .. (sp + 2 ^ L), unpack(move)) end
+      end
+      sp = sp + 1
+      if sp == 2 ^ L then L = L + 1; sp = 0 end
+      splits = splits + 1
+    end
+    if splits > 0 then redis.call('HSET', M, 'L', L, 'p', sp) end
+    -- expiry: prune one shard (expired ids are a prefix of every bucket)
+    if ttl > 0 then
+      local c = tonumber(redis.call('HGET', M, 'c') or '0')
+      if c >= 2 ^ L + sp then c = 0 end
+      local sk = P .. ':s:' .. c
+      local all = redis.call('HGETALL', sk)
+      local removed = 0
+      for k = 1, #all, 2 do
+        local f, v = all[k], all[k + 1]
+        local okey = nil
+        if v == '' then okey = P .. ':o:' .. f; v = redis.call('GET', okey) or '' end
+        local cut = 1
+        while cut <= #v - 3 and redis.call('EXISTS', P .. ':d:' .. struct.unpack('<I4', v, cut)) == 0 do
+          cut = cut + 4
+        end
+        if cut > 1 then
+          local rest = string.sub(v, cut)
+          if rest == '' then
+            redis.call('HDEL', sk, f)
+            if okey then redis.call('DEL', okey) end
+            removed = removed + 1
+          elseif okey then
+            redis.call('SET', okey, rest)
+          else
+            redis.call('HSET', sk, f, rest)
+          end
+        end
+      end
+      if removed > 0 then redis.call('HINCRBY', M, 'n', -removed) end
+      redis.call('HSET', M, 'c', c + 1)
+    end
+  end
+  if ARGV[11] ~= '' then redis.call('SET', P .. ':n:' .. ARGV[11], ARGV[12] .. ':' .. doc, 'EX', 3600) end
+  return doc
+end
+"""
+
+# ARGV: 1 prefix, 2 token, 3..12 the commit (see _LUA_APPLY)
+# -> {-2} on conflict, else {doc_id, host_pages, {other, n, ...}}
+_LUA_COMMIT = (
+    _LUA_COMMON
+    + _LUA_APPLY
+    + r"""
+local L, sp = meta()
+if not L then return redis.error_reply('NEARDUP_NOINDEX') end
+local done = replayed()
+if done then return commit_result(done) end
+local tok = ARGV[2]
+local nt = #tok / 10
+local seen = {}  -- field -> shard value read by the token check, reused by the insert
+for i = 0, nt - 1 do
+  local f = string.sub(tok, i * 6 + 1, i * 6 + 6)
+  local want = string.sub(tok, nt * 6 + i * 4 + 1, nt * 6 + i * 4 + 4)
+  local v = redis.call('HGET', P .. ':s:' .. address(f, L, sp), f)
+  seen[f] = v
+  local last = '\255\255\255\255'
+  if v == '' then
+    local o = redis.call('GETRANGE', P .. ':o:' .. f, -4, -1)
+    if #o == 4 then last = o end
+  elseif v and #v >= 4 then
+    last = string.sub(v, -4)
+  end
+  if last ~= want then return {-2} end
+end
+return commit_result(apply(L, sp, seen))
+"""
+)
+
+# ARGV: 1 prefix, 2 cap, 3..12 the provisional commit (see _LUA_APPLY), 13.. lookup fields
+# -> {values, ids, records, roots, candidates, {}} like _LUA_LOOKUP when a looked-up bucket holds a
+#    live page, else {{}, {}, {}, {}, 0, {doc_id, host_pages, {other, n, ...}}} after applying the commit
+_LUA_LOOKUP_OR_INSERT = (
+    _LUA_COMMON
+    + _LUA_APPLY
+    + r"""
+local L, sp = meta()
+if not L then return redis.error_reply('NEARDUP_NOINDEX') end
+local done = replayed()
+if done then return {{}, {}, {}, {}, 0, commit_result(done)} end
+local cap = tonumber(ARGV[2])
+local values, ids, seen, raw = {}, {}, {}, {}
+for i = 13, #ARGV do
+  local f = ARGV[i]
+  local v = raw[f]
+  if v == nil then
+    v = redis.call('HGET', P .. ':s:' .. address(f, L, sp), f)
+    raw[f] = v
+  end
+  if v == false then v = '' elseif v == '' then v = redis.call('GET', P .. ':o:' .. f) or '' end
+  values[#values + 1] = v
+  for j = 1, #v - 3, 4 do
+    local id = struct.unpack('<I4', v, j)
+    if not seen[id] then seen[id] = true; ids[#ids + 1] = id end
+  end
+end
+local ncand = #ids
+local recs, roots, live = records(ids, seen, cap)
+if ncand > cap then
+  for k = 1, ncand do
+    if redis.call('EXISTS', P .. ':d:' .. ids[k]) == 1 then live = true; break end
+  end
+end
+if live then return {values, ids, recs, roots, ncand, {}} end
+return {{}, {}, {}, {}, 0, commit_result(apply(L, sp, raw))}
+"""
+)
+
+# ARGV: prefix, format, load, maxval, name, json, name, json, ...  -> {} (created) or the stored params
+_LUA_INIT = r"""
+local P = ARGV[1]
+if redis.call('EXISTS', P .. ':params') == 1 then
+  return redis.call('HGETALL', P .. ':params')
+end
+for i = 5, #ARGV - 1, 2 do redis.call('HSET', P .. ':params', ARGV[i], ARGV[i + 1]) end
+redis.call('HSET', P .. ':m', 'format', ARGV[2], 'L', 4, 'p', 0, 'n', 0, 'next', 0, 'load', ARGV[3],
+  'maxval', ARGV[4], 'c', 0)
+return {}
+"""
+
+# ARGV: prefix, first, count -> per id: 16-byte head ('' if expired)
+_LUA_HEADS = r"""
+local P = ARGV[1]
+local out = {}
+local first = tonumber(ARGV[2])
+for i = 0, tonumber(ARGV[3]) - 1 do
+  out[#out + 1] = redis.call('GETRANGE', P .. ':d:' .. (first + i), 0, 15)
+end
+return out
+"""
+
+
+def safe_url(url: str) -> str:
+    """``url`` without its password (for messages and logs)."""
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        netloc = parts.hostname or ""
+        netloc = f"{parts.username or ''}:***@{netloc}"
+        if parts.port:
+            netloc += f":{parts.port}"
+        return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    except ValueError:
+        return "<unparseable redis url>"
+
+
+def bucket_fields(keys: U64Array) -> list[bytes]:
+    """6-byte shard fields of bucket keys: the top 48 bits of a 64-bit mix, big-endian."""
+    mixed = mix64(keys.astype(np.uint64)).astype(">u8").view(np.uint8).reshape(-1, 8)[:, :6]
+    raw = mixed.tobytes()
+    return [raw[i : i + 6] for i in range(0, len(raw), 6)]
+
+
+def pack_record(record: DocRecord) -> bytes:
+    """The packed record of a page (see the module docstring); parent ``-1`` means "itself"."""
+    host_bytes = record.host.encode("utf-8", "surrogatepass")[:65535]
+    head = _HEAD.pack(
+        record.parent if record.parent >= 0 else -1,
+        STATUS_CODES[record.status],
+        max(-128, min(127, int(record.hamming))),
+        float(record.similarity),
+        float(record.added or time.time()),
+    )
+    return b"".join(
+        (
+            head,
+            int(record.simhash & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little"),
+            bytes(record.digest).ljust(16, b"\0")[:16],
+            np.ascontiguousarray(record.signature, dtype="<u2").tobytes(),
+            len(host_bytes).to_bytes(2, "little"),
+            host_bytes,
+            record.url.encode("utf-8", "surrogatepass"),
+        )
+    )
+
+
+class RedisStorage:
+    """A near-duplicate index in Redis, shared by any number of processes (see the module docstring).
+
+    Args:
+        url: Redis url (``redis://[:password@]host:port/db``; ``rediss://`` for TLS). Query
+            arguments understood by redis-py (e.g. ``socket_timeout``) are honoured.
+        prefix: key prefix; one index per prefix.
+        ttl: seconds after which pages are forgotten (``None``: never).
+        retry: attempts and backoff of every round trip (default 4 tries over ~1.75 s).
+        socket_timeout: seconds to wait for a reply.
+        connect_timeout: seconds to wait for a connection.
+        prefetch: lookups return the records of up to this many candidates in the same round
+            trip (0 disables; then :meth:`fetch` makes its own round trip).
+        cooldown: after a round trip failed all its retries, further calls fail at once for
+            this many seconds, then one attempt (without retries) probes the server, so a crawl
+            that passes pages through while Redis is down is not slowed by a backoff per page.
+        client: an existing ``redis.Redis`` client to use instead of ``url``.
+    """
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        prefix: str = "neardup",
+        ttl: float | None = None,
+        *,
+        retry: RetryPolicy | None = None,
+        socket_timeout: float = 5.0,
+        connect_timeout: float = 2.0,
+        prefetch: int = 64,
+        cooldown: float = 5.0,
+        client: Any = None,
+        **_: Any,
+    ) -> None:
+        self.url = url
+        self.prefix = prefix
+        self.ttl = ttl
+        self.retry = retry or RetryPolicy()
+        self.socket_timeout = socket_timeout
+        self.connect_timeout = connect_timeout
+        self.prefetch = max(0, int(prefetch))
+        self.cooldown = cooldown
+        self._down_until: float | None = None
+        self._client: Any = client
+        self._own_client = client is None
+        self._num_perm = 0
+        self._client_id = uuid.uuid4().hex[:16]
+        self._seq = 0
+        self._cache: dict[int, tuple[bytes, int]] = {}
+        self._scripts: dict[str, Any] = {}
+        self._transient: tuple[type[BaseException], ...] = ()
+        self._opened = False
+        #: Commits that found a bucket changed since their lookup (the detector re-checked).
+        self.conflicts = 0
+        #: Calls to Redis made so far (each one round trip, retries not counted), for benchmarks.
+        self.round_trips = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    @property
+    def where(self) -> str:
+        """Url (without password) and prefix, for messages."""
+        return f"{safe_url(self.url)} (prefix {self.prefix!r})"
+
+    def open(self, signature: Mapping[str, Any]) -> None:
+        """Connect, create the index or check its recorded parameters.
+
+        Raises:
+            ParameterMismatchError: the index under this prefix was built with other parameters.
+            StorageError: Redis cannot be reached (the message names the url, without password).
+        """
+        if self._opened:
+            return
+        try:
+            import redis
+            from redis.backoff import NoBackoff
+            from redis.retry import Retry
+        except ImportError as exc:  # pragma: no cover - open_storage checks first
+            raise StorageError(
+                "the redis store needs the 'redis' package: pip install neardup-scrapy[redis]"
+            ) from exc
+        self._transient = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError, OSError)
+        if self._client is None:
+            try:
+                self._client = redis.Redis.from_url(
+                    self.url,
+                    socket_timeout=self.socket_timeout,
+                    socket_connect_timeout=self.connect_timeout,
+                    retry=Retry(NoBackoff(), 0),
+                )
+            except ValueError as exc:
+                raise StorageError(f"invalid Redis url {safe_url(self.url)}: {exc}") from exc
+        client = self._client
+        for name, source in (
+            ("lookup", _LUA_LOOKUP),
+            ("fetch", _LUA_FETCH),
+            ("commit", _LUA_COMMIT),
+            ("lookup_or_insert", _LUA_LOOKUP_OR_INSERT),
+            ("init", _LUA_INIT),
+            ("heads", _LUA_HEADS),
+        ):
+            self._scripts[name] = client.register_script(source)
+        try:
+            client.ping()
+        except self._transient as exc:
+            raise StorageError(f"cannot reach Redis at {safe_url(self.url)}: {exc}") from exc
+        except redis.RedisError as exc:
+            raise StorageError(f"Redis at {safe_url(self.url)} refused the connection: {exc}") from exc
+        wanted = {k: json.loads(json.dumps(v)) for k, v in signature.items()}
+        load, maxval = self._listpack_limits()
+        args: list[Any] = [self.prefix, FORMAT, load, maxval]
+        for name, value in sorted(wanted.items()):
+            args += [name, json.dumps(value)]
+        stored_raw = self._run("init", args, "open")
+        if stored_raw:
+            pairs = zip(stored_raw[::2], stored_raw[1::2], strict=True)
+            stored = {_text(name): json.loads(_text(value)) for name, value in pairs}
+            differences = compare_parameters(stored, wanted)
+            if differences:
+                raise ParameterMismatchError(self.where, differences)
+        self._num_perm = int(wanted.get("num_perm", 128))
+        self._opened = True
+
+    def _listpack_limits(self) -> tuple[int, int]:
+        """Shard load and bucket value limit that keep shards in Redis' compact encoding."""
+        entries, value = 128, 64
+        try:
+            config = self._client.config_get("hash-max-*-entries")
+            config.update(self._client.config_get("hash-max-*-value"))
+            get = config.get
+            entries = int(get("hash-max-listpack-entries") or get("hash-max-ziplist-entries") or 128)
+            value = int(get("hash-max-listpack-value") or get("hash-max-ziplist-value") or 64)
+        except Exception as exc:
+            logger.debug("neardup: CONFIG GET not available (%r); assuming Redis defaults", exc)
+        return max(4, int(entries * 0.3)), max(8, min(value, 1024))
+
+    def close(self) -> None:
+        """Release the connections (the index stays in Redis). Idempotent."""
+        if self._client is not None and self._own_client:
+            try:
+                self._client.close()
+            except Exception:
+                logger.debug("neardup: error while closing the Redis client", exc_info=True)
+        self._client = None if self._own_client else self._client
+        self._opened = False
+        self._cache.clear()
+
+    def __len__(self) -> int:
+        raw = self._call(lambda: self._client.hget(f"{self.prefix}:m", "next"), "len")
+        return int(raw or 0)
+
+    # -- the three calls per page --------------------------------------------------------------
+    def lookup(self, keys: U64Array) -> tuple[I64Array, object]:
+        """Candidates of ``keys`` in one round trip; their records are cached for :meth:`fetch`.
+
+        Returns:
+            ``(ids, token)``; the token holds each bucket's field and last id.
+        """
+        fields = bucket_fields(keys)
+        return self._candidates(fields, self._run("lookup", [self.prefix, self.prefetch, *fields], "lookup"))
+
+    def lookup_or_insert(
+        self, keys: U64Array, provisional: Commit
+    ) -> tuple[I64Array, object, CommitResult | None]:
+        """Like :meth:`lookup`; with no live page in the buckets, apply ``provisional`` in the same step.
+
+        One Lua script, so one atomic round trip, for a page without candidate.
+
+        Args:
+            keys: the page's bucket keys, as for :meth:`lookup`.
+            provisional: the page's commit as a "unique" page without candidate (its token is
+                ignored: the buckets are read in the same atomic step).
+
+        Returns:
+            ``(ids, token, None)`` exactly like :meth:`lookup` when a candidate exists (nothing
+            changed), else ``(no ids, None, result)`` where ``result`` is ``provisional``'s
+            :class:`~.base.CommitResult`.
+        """
+        fields = bucket_fields(keys)
+        args = [self.prefix, self.prefetch, *self._commit_args(provisional)[2:], *fields]
+        answer = self._run("lookup_or_insert", args, "lookup")
+        if answer[5]:
+            self._cache.clear()
+            return np.empty(0, dtype=np.int64), None, self._commit_result(answer[5])
+        found, token = self._candidates(fields, answer)
+        return found, token, None
+
+    def fetch(self, ids: I64Array) -> DocBatch:
+        """Records of ``ids`` with their roots; from the lookup snapshot when it has them all."""
+        wanted = [int(i) for i in ids]
+        missing = [i for i in wanted if i not in self._cache]
+        if missing:
+            recs, roots = self._run("fetch", [self.prefix, *missing], "fetch")
+            for doc, rec, root in zip(missing, recs, roots, strict=True):
+                if rec:
+                    self._cache[doc] = (bytes(rec), int(root))
+        present = [i for i in wanted if i in self._cache]
+        return self._batch(present)
+
+    def commit(self, commit: Commit) -> CommitResult | None:
+        """Apply ``commit`` in one atomic script; ``None`` if a bucket changed since the lookup."""
+        reply = self._run("commit", self._commit_args(commit), "commit")
+        self._cache.clear()
+        if int(reply[0]) == -2:
+            self.conflicts += 1
+            return None
+        return self._commit_result(reply)
+
+    def _candidates(self, fields: list[bytes], answer: Sequence[Any]) -> tuple[I64Array, bytes]:
+        """``(ids, token)`` from a lookup answer; caches the prefetched records for :meth:`fetch`."""
+        values, ids, recs, roots, ncand = answer[:5]
+        token = b"".join(fields) + b"".join(bytes(v[-4:]) if len(v) >= 4 else _NONE4 for v in values)
+        self._cache.clear()
+        candidates: list[int] = []
+        if recs or not ids:
+            for k, doc in enumerate(ids):
+                rec = recs[k] if k < len(recs) else b""
+                if rec:
+                    self._cache[int(doc)] = (bytes(rec), int(roots[k]))
+                    if k < ncand:
+                        candidates.append(int(doc))
+        else:  # too many candidates to prefetch: fetch() will ask
+            candidates = [int(d) for d in ids[:ncand]]
+        return np.unique(np.array(candidates, dtype=np.int64)), token
+
+    def _commit_args(self, commit: Commit) -> list[Any]:
+        """ARGV 1..12 of the commit script (see ``_LUA_APPLY``); takes the next sequence number."""
+        record = commit.record
+        skipped = commit.status == "skipped" or record is None
+        if skipped or record is None:
+            payload = b""
+            fields = b""
+        else:
+            payload = pack_record(record)
+            fields = b"".join(bucket_fields(commit.keys)) if len(commit.keys) else b""
+        token = commit.token if isinstance(commit.token, bytes) else b""
+        unions = b"".join(struct.pack("<ii", int(a), int(b)) for a, b in commit.unions)
+        ttl = 0 if self.ttl is None else max(1, math.ceil(self.ttl))
+        self._seq += 1
+        return [
+            self.prefix,
+            token,
+            fields,
+            payload,
+            commit.host,
+            _STATUS_CHAR["skipped" if skipped else commit.status],
+            commit.duplicate_host or "",
+            int(commit.nbytes),
+            unions,
+            ttl,
+            self._client_id,
+            self._seq,
+        ]
+
+    @staticmethod
+    def _commit_result(reply: list[Any]) -> CommitResult:
+        pairs_raw = reply[2]
+        pairs = {_text(pairs_raw[i]): int(pairs_raw[i + 1]) for i in range(0, len(pairs_raw), 2)}
+        return CommitResult(doc_id=int(reply[0]), host_pages=int(reply[1]), host_pairs=pairs)
+
+    # -- reports -------------------------------------------------------------------------------
+    def url_of(self, doc_id: int) -> str:
+        """Url of page ``doc_id``."""
+        batch = self.fetch(np.array([doc_id], dtype=np.int64))
+        if not len(batch):
+            raise KeyError(doc_id)
+        return batch.urls[0]
+
+    def host_counts(self) -> dict[str, HostCounts]:
+        """Counters of every host (all processes)."""
+        raw = self._call(lambda: self._client.hgetall(f"{self.prefix}:hc"), "host counts")
+        out: dict[str, HostCounts] = {}
+        for key, value in raw.items():
+            name = _text(key)
+            kind, _, host = name.partition("|")
+            counts = out.setdefault(host, HostCounts())
+            attr = _COUNTER_CHAR.get(kind)
+            if attr is not None:
+                setattr(counts, attr, int(value))
+        return out
+
+    def host_pairs(self) -> dict[tuple[str, str], int]:
+        """Mirror pair counters (all processes)."""
+        hosts = list(self.host_counts())
+        client = self._client
+
+        def read() -> list[Any]:
+            pipe = client.pipeline(transaction=False)
+            for host in hosts:
+                pipe.hgetall(f"{self.prefix}:pr:{host}")
+            return list(pipe.execute())
+
+        out: dict[tuple[str, str], int] = {}
+        for host, pairs in zip(hosts, self._call(read, "host pairs"), strict=True):
+            for other, n in pairs.items():
+                out[(host, _text(other))] = int(n)
+        return out
+
+    def clusters(self, max_clusters: int, max_members: int) -> tuple[dict[int, int], list[dict[str, Any]]]:
+        """Size histogram of all clusters and the largest ones, over the whole shared index."""
+        total = len(self)
+        parents: list[int] = []
+        ids: list[int] = []
+        status: list[int] = []
+        similarity: list[float] = []
+        hamming: list[int] = []
+        step = 5000
+        for first in range(0, total, step):
+            heads = self._run("heads", [self.prefix, first, min(step, total - first)], "clusters")
+            for k, head in enumerate(heads):
+                if len(head) < 16:
+                    continue  # expired
+                parent, st, ham, sim, _ = _HEAD.unpack(bytes(head))
+                ids.append(first + k)
+                parents.append(parent)
+                status.append(st)
+                hamming.append(ham)
+                similarity.append(sim)
+        if not ids:
+            return {}, []
+        id_arr = np.array(ids, dtype=np.int64)
+        roots = _roots(id_arr, np.array(parents, dtype=np.int64))
+        return summarize_clusters(
+            roots,
+            ids=id_arr,
+            status=np.array(status, dtype=np.uint8),
+            similarity=np.array(similarity, dtype=np.float32),
+            hamming=np.array(hamming, dtype=np.int16),
+            max_clusters=max_clusters,
+            max_members=max_members,
+            describe=self._describe,
+        )
+
+    def memory_bytes(self) -> int:
+        """Approximate bytes held in Redis by this index (sampled ``MEMORY USAGE``)."""
+        client = self._client
+        prefix = self.prefix
+
+        def measure() -> int:
+            n = int(client.hget(f"{prefix}:m", "next") or 0)
+            meta = client.hmget(f"{prefix}:m", "L", "p")
+            shards = (1 << int(meta[0] or 0)) + int(meta[1] or 0)
+            sample_docs = [f"{prefix}:d:{i}" for i in range(0, n, max(1, n // 200))][:200]
+            sample_shards = [f"{prefix}:s:{i}" for i in range(0, shards, max(1, shards // 200))][:200]
+            pipe = client.pipeline(transaction=False)
+            for key in sample_docs + sample_shards:
+                pipe.memory_usage(key, samples=0)
+            sizes = [int(s or 0) for s in pipe.execute()]
+            doc_sizes, shard_sizes = sizes[: len(sample_docs)], sizes[len(sample_docs) :]
+            total = 0
+            if doc_sizes:
+                total += int(sum(doc_sizes) / len(doc_sizes) * n)
+            if shard_sizes:
+                total += int(sum(shard_sizes) / len(shard_sizes) * shards)
+            overflow = 0
+            for key in client.scan_iter(match=f"{prefix}:o:*", count=1000):
+                overflow += int(client.memory_usage(key, samples=0) or 0)
+            return total + overflow
+
+        return self._call(measure, "memory usage")
+
+    def wipe(self) -> int:
+        """Delete every key of this index (for tests and tooling). Returns keys deleted."""
+        client = self._client
+
+        def delete() -> int:
+            deleted = 0
+            batch: list[Any] = []
+            for key in client.scan_iter(match=f"{self.prefix}:*", count=1000):
+                batch.append(key)
+                if len(batch) >= 1000:
+                    deleted += int(client.delete(*batch))
+                    batch = []
+            if batch:
+                deleted += int(client.delete(*batch))
+            return deleted
+
+        return self._call(delete, "wipe")
+
+    # -- internals -----------------------------------------------------------------------------
+    def _call(self, fn: Callable[[], T], what: str) -> T:
+        if self._client is None:
+            raise StorageError(f"the neardup Redis index at {self.where} is not open")
+        import redis
+
+        policy = self.retry
+        if self._down_until is not None:
+            wait = self._down_until - time.monotonic()
+            if wait > 0:
+                raise StorageError(f"Redis at {safe_url(self.url)} is unreachable (next try in {wait:.1f}s)")
+            policy = RetryPolicy(attempts=1)  # half-open: one probe
+        self.round_trips += 1
+        try:
+            result = call_with_retry(fn, policy, self._transient, f"Redis {what} at {safe_url(self.url)}")
+            self._down_until = None
+            return result
+        except StorageError:
+            self._down_until = time.monotonic() + self.cooldown
+            raise
+        except redis.ResponseError as exc:
+            if "NEARDUP_NOINDEX" in str(exc):
+                raise StorageError(
+                    f"the neardup index at {self.where} vanished (was Redis restarted without persistence, "
+                    "or the keys deleted?)"
+                ) from exc
+            raise StorageError(f"Redis {what} at {safe_url(self.url)} failed: {exc}") from exc
+        except redis.RedisError as exc:
+            raise StorageError(f"Redis {what} at {safe_url(self.url)} failed: {exc}") from exc
+
+    def _run(self, script: str, args: Sequence[Any], what: str) -> Any:
+        runner = self._scripts[script]
+        return self._call(lambda: runner(keys=[], args=list(args)), what)
+
+    def _batch(self, ids: list[int]) -> DocBatch:
+        n = len(ids)
+        num_perm = self._num_perm
+        sig_end = 40 + 2 * num_perm
+        signatures = np.zeros((n, num_perm), dtype=np.uint16)
+        simhashes = np.zeros(n, dtype=np.uint64)
+        added = np.zeros(n, dtype=np.float64)
+        roots = np.zeros(n, dtype=np.int64)
+        digests: list[bytes] = []
+        urls: list[str] = []
+        hosts: list[str] = []
+        for row, doc in enumerate(ids):
+            rec, root = self._cache[doc]
+            _, _, _, _, added[row] = _HEAD.unpack_from(rec, 0)
+            simhashes[row] = int.from_bytes(rec[16:24], "little")
+            digests.append(rec[24:40])
+            signatures[row] = np.frombuffer(rec, dtype="<u2", count=num_perm, offset=40)
+            host_len = int.from_bytes(rec[sig_end : sig_end + 2], "little")
+            hosts.append(rec[sig_end + 2 : sig_end + 2 + host_len].decode("utf-8", "surrogatepass"))
+            urls.append(rec[sig_end + 2 + host_len :].decode("utf-8", "surrogatepass"))
+            roots[row] = root if root >= 0 else doc
+        return DocBatch(
+            ids=np.array(ids, dtype=np.int64),
+            signatures=signatures,
+            simhashes=simhashes,
+            digests=digests,
+            roots=roots,
+            added=added,
+            urls=urls,
+            hosts=hosts,
+        )
+
+    def _describe(self, ids: Sequence[int]) -> list[tuple[str, str]]:
+        out: list[tuple[str, str]] = []
+        id_list = list(ids)
+        for start in range(0, len(id_list), 500):
+            part = id_list[start : start + 500]
+            recs, _ = self._run("fetch", [self.prefix, *part], "clusters")
+            for rec in recs:
+                if not rec:
+                    out.append(("", ""))
+                    continue
+                raw = bytes(rec)
+                sig_end = 40 + 2 * self._num_perm
+                host_len = int.from_bytes(raw[sig_end : sig_end + 2], "little")
+                out.append(
+                    (
+                        raw[sig_end + 2 + host_len :].decode("utf-8", "surrogatepass"),
+                        raw[sig_end + 2 : sig_end + 2 + host_len].decode("utf-8", "surrogatepass"),
+                    )
+                )
+        return out
+
+
+def _roots(ids: I64Array, parents: I64Array) -> I64Array:
+    """Union-find roots of pages ``ids`` (sorted) given their parents; missing parents end a path."""
+    index = {int(d): k for k, d in enumerate(ids.tolist())}
+    pos = np.array([index.get(int(p), k) for k, p in enumerate(parents.tolist())], dtype=np.int64)
+    while True:
+        grand = pos[pos]
+        if np.array_equal(grand, pos):
+            return ids[pos]
+        pos = grand
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else str(value)
+
+
+__all__ = ["DEFAULT_URL", "STATUS_NAMES", "RedisStorage", "safe_url"]

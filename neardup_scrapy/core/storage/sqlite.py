@@ -1,0 +1,605 @@
+"""Disk store: one SQLite file, for crawls that pause and resume (``NEARDUP_STORAGE = "disk"``).
+
+Layout (one file, WAL journal):
+
+* ``meta(key, value)``: the index parameters as JSON (checked at every open) and the format.
+* ``docs(id INTEGER PRIMARY KEY, ...)``: one compact row per page -- the MinHash signature as a
+  BLOB of ``num_perm`` little-endian uint16 (256 bytes at 128 permutations), the 16-byte digest,
+  the SimHash as a signed 64-bit integer, parent, status, similarity, Hamming distance, time
+  added, a host id and the url.
+* ``buckets(key, doc) WITHOUT ROWID``: one row per bucket entry; its primary key *is* the index
+  (no separate rowid table). ``key`` is a 48-bit mix of the 64-bit bucket key, so SQLite stores
+  it in 6 bytes; a rare collision only adds a candidate, which the detector verifies anyway.
+* ``hosts`` and ``pairs``: the per-host and mirror pair counters.
+
+Atomicity and durability: every page is applied inside a write transaction, and transactions
+are committed in batches (every ``batch_size`` pages or ``batch_seconds`` seconds, and on
+:meth:`SQLiteStorage.close`). A graceful stop (Scrapy's pause with ``JOBDIR``) closes the store,
+so nothing is lost and a resumed crawl sees exactly the pages checked before the pause. A killed
+process leaves the file readable and consistent (SQLite rolls the open transaction back) and
+loses at most the pages of the last uncommitted batch. ``batch_size=1`` commits every page.
+
+One process writes a file at a time (``locking_mode=EXCLUSIVE``); several crawler processes
+should share a Redis store instead. Union-find parents and host counters are mirrored in memory
+(4 bytes per page) so ``find`` needs no query.
+
+Expiry (``ttl``): pages older than ``ttl`` seconds are ignored by :meth:`SQLiteStorage.lookup` at
+once (a moving id frontier; ids grow with time), and their bucket rows and signatures are deleted
+from the file when the store is next opened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from neardup_scrapy.core.hashing import mix64
+
+from .base import (
+    STATUS_CODES,
+    STATUS_NAMES,
+    Commit,
+    CommitResult,
+    DocBatch,
+    HostCounts,
+    I64Array,
+    ParameterMismatchError,
+    StorageError,
+    U64Array,
+    compare_parameters,
+)
+
+logger = logging.getLogger(__name__)
+
+FORMAT = "neardup-sqlite/1"
+_S16 = np.uint64(16)
+_CHUNK = 500  # ids per IN (...) query
+_COUNTERS = ("pages", "unique", "exact", "near", "skipped", "bytes", "duplicate_bytes")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS docs (
+    id INTEGER PRIMARY KEY,
+    parent INTEGER NOT NULL,
+    status INTEGER NOT NULL,
+    similarity REAL,
+    hamming INTEGER NOT NULL,
+    added REAL NOT NULL,
+    simhash INTEGER NOT NULL,
+    digest BLOB NOT NULL,
+    signature BLOB,
+    host INTEGER NOT NULL,
+    url TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS buckets (key INTEGER NOT NULL, doc INTEGER NOT NULL, PRIMARY KEY (key, doc))
+    WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS hosts (
+    id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,
+    pages INTEGER NOT NULL DEFAULT 0, "unique" INTEGER NOT NULL DEFAULT 0,
+    exact INTEGER NOT NULL DEFAULT 0, near INTEGER NOT NULL DEFAULT 0,
+    skipped INTEGER NOT NULL DEFAULT 0, bytes INTEGER NOT NULL DEFAULT 0,
+    duplicate_bytes INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS pairs (host INTEGER NOT NULL, other INTEGER NOT NULL, n INTEGER NOT NULL,
+    PRIMARY KEY (host, other)) WITHOUT ROWID;
+"""
+
+
+def bucket_key48(keys: U64Array) -> list[int]:
+    """48-bit mixes of 64-bit bucket keys (stored by SQLite in 6 bytes)."""
+    return [int(k) for k in (mix64(keys.astype(np.uint64)) >> _S16)]
+
+
+def _signed64(value: int) -> int:
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def summarize_clusters(
+    roots: I64Array,
+    *,
+    status: np.ndarray[Any, Any],
+    similarity: np.ndarray[Any, Any],
+    hamming: np.ndarray[Any, Any],
+    max_clusters: int,
+    max_members: int,
+    describe: Callable[[Sequence[int]], list[tuple[str, str]]],
+    ids: I64Array | None = None,
+) -> tuple[dict[int, int], list[dict[str, Any]]]:
+    """Cluster histogram and largest clusters from per-page roots (see ``IndexStorage.clusters``).
+
+    Args:
+        roots: cluster root of every page (row ``i`` is page ``ids[i]``).
+        status: stored status code per page.
+        similarity: similarity to the representative per page.
+        hamming: SimHash distance to the representative per page.
+        max_clusters: clusters listed.
+        max_members: members listed per cluster (representative first).
+        describe: ``ids -> [(url, host)]`` for the pages listed.
+        ids: page ids of the rows (default ``0..n-1``).
+    """
+    if not len(roots):
+        return {}, []
+    if ids is None:
+        ids = np.arange(len(roots), dtype=np.int64)
+    unique_roots, sizes = np.unique(roots, return_counts=True)
+    multi = sizes > 1
+    hist = {int(s): int(c) for s, c in zip(*np.unique(sizes[multi], return_counts=True), strict=True)}
+    order = np.lexsort((unique_roots[multi], -sizes[multi]))[:max_clusters]
+    chosen = unique_roots[multi][order]
+    chosen_sizes = sizes[multi][order]
+    by_root = np.argsort(roots, kind="stable")
+    sorted_roots = roots[by_root]
+    out: list[dict[str, Any]] = []
+    for root, size in zip(chosen.tolist(), chosen_sizes.tolist(), strict=True):
+        lo, hi = np.searchsorted(sorted_roots, [root, root + 1])
+        rows = by_root[lo:hi]
+        member_ids = ids[rows]
+        # Representative first (it is the root; ids grow in crawl order).
+        order_rows = np.argsort(np.where(member_ids == root, -1, member_ids), kind="stable")
+        rows = rows[order_rows]
+        listed = rows[: max(max_members, 1)]
+        listed_ids = [int(i) for i in ids[listed]]
+        host_rows = rows[:1000]
+        wanted = sorted({int(i) for i in ids[host_rows]} | set(listed_ids) | {int(root)})
+        info = dict(zip(wanted, describe(wanted), strict=True))
+        members = []
+        for row, doc in zip(listed[:max_members].tolist(), listed_ids[:max_members], strict=True):
+            rep = doc == root
+            members.append(
+                {
+                    "url": info[doc][0],
+                    "status": "unique" if rep else STATUS_NAMES.get(int(status[row]), "near"),
+                    "similarity": None if rep else round(float(similarity[row]), 4),
+                    "hamming": None if rep else int(hamming[row]),
+                }
+            )
+        root_url = info[root][0] if root in info else (members[0]["url"] if members else "")
+        out.append(
+            {
+                "id": root_url,
+                "size": int(size),
+                "representative": root_url,
+                "hosts": sorted({info[int(i)][1] for i in ids[host_rows]}),
+                "members": members,
+            }
+        )
+    return hist, out
+
+
+class SQLiteStorage:
+    """Single-file SQLite store (see the module docstring for the layout and guarantees).
+
+    Args:
+        path: the database file (created with its directory when missing).
+        ttl: seconds after which pages are forgotten (``None``: never).
+        batch_size: pages per transaction (1 = commit every page).
+        batch_seconds: commit an open transaction at least this often.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        ttl: float | None = None,
+        *,
+        batch_size: int = 500,
+        batch_seconds: float = 2.0,
+        **_: Any,
+    ) -> None:
+        self.path = os.fspath(path)
+        self.ttl = ttl
+        self.batch_size = max(1, int(batch_size))
+        self.batch_seconds = batch_seconds
+        self._db: sqlite3.Connection | None = None
+        self._num_perm = 0
+        self._next = 0
+        self._parents = np.empty(0, dtype=np.int32)
+        self._host_ids: dict[str, int] = {}
+        self._host_names: dict[int, str] = {}
+        self._counts: dict[str, HostCounts] = {}
+        self._pairs: dict[str, dict[str, int]] = {}
+        self._dirty_hosts: set[str] = set()
+        self._dirty_pairs: set[tuple[str, str]] = set()
+        self._pending = 0
+        self._batch_started = 0.0
+        self._frontier = 0  # ids below are expired (ttl)
+        self._frontier_checked = 0.0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def open(self, signature: Mapping[str, Any]) -> None:
+        """Create the file or open it and check its parameters.
+
+        Raises:
+            ParameterMismatchError: the file was built with other parameters.
+            StorageError: the file cannot be opened (not a database, locked by another process).
+        """
+        if self._db is not None:
+            return
+        wanted = json.loads(json.dumps(dict(signature)))
+        directory = os.path.dirname(os.path.abspath(self.path))
+        try:
+            os.makedirs(directory, exist_ok=True)
+            db = sqlite3.connect(self.path, timeout=2.0, isolation_level=None, check_same_thread=False)
+        except (OSError, sqlite3.Error) as exc:
+            raise StorageError(f"cannot open the neardup index {self.path}: {exc}") from exc
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA locking_mode=EXCLUSIVE")
+            db.execute("PRAGMA cache_size=-65536")
+            db.execute("BEGIN IMMEDIATE")
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            row = db.execute("SELECT value FROM meta WHERE key='params'").fetchone()
+            if row is None:
+                db.execute("INSERT INTO meta VALUES ('params', ?)", (json.dumps(wanted, sort_keys=True),))
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (FORMAT,))
+            else:
+                stored = json.loads(row[0])
+                differences = compare_parameters(stored, wanted)
+                if differences:
+                    db.execute("ROLLBACK")
+                    db.close()
+                    raise ParameterMismatchError(self.path, differences)
+            db.execute("COMMIT")
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            if "locked" in str(exc):
+                raise StorageError(
+                    f"the neardup index {self.path} is in use by another process "
+                    "(one process per disk index; use NEARDUP_STORAGE='redis' to share an index)"
+                ) from exc
+            raise StorageError(f"cannot open the neardup index {self.path}: {exc}") from exc
+        self._db = db
+        self._num_perm = int(wanted.get("num_perm", 128))
+        self._load()
+        if self.ttl is not None:
+            self._advance_frontier(force=True)
+            self._prune_expired()
+
+    def _load(self) -> None:
+        db = self._require()
+        parents = db.execute("SELECT parent FROM docs ORDER BY id").fetchall()
+        self._parents = np.array([p for (p,) in parents], dtype=np.int32)
+        self._next = len(self._parents)
+        (max_id,) = db.execute("SELECT max(id) FROM docs").fetchone()
+        if max_id is not None and max_id + 1 != self._next:
+            raise StorageError(f"the neardup index {self.path} is inconsistent (ids not dense)")
+        for row in db.execute(
+            'SELECT id, name, pages, "unique", exact, near, skipped, bytes, duplicate_bytes FROM hosts'
+        ):
+            host_id, name = int(row[0]), str(row[1])
+            self._host_ids[name] = host_id
+            self._host_names[host_id] = name
+            self._counts[name] = HostCounts(*(int(v) for v in row[2:]))
+        for host_id, other_id, n in db.execute("SELECT host, other, n FROM pairs"):
+            self._pairs.setdefault(self._host_names[host_id], {})[self._host_names[other_id]] = int(n)
+
+    def close(self) -> None:
+        """Commit the open batch, checkpoint the WAL into the file and close. Idempotent."""
+        db = self._db
+        if db is None:
+            return
+        try:
+            self._flush()
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot close the neardup index {self.path}: {exc}") from exc
+        finally:
+            db.close()
+            self._db = None
+
+    def flush(self) -> None:
+        """Commit the open batch now."""
+        self._flush()
+
+    def __len__(self) -> int:
+        return self._next
+
+    # -- the three calls per page --------------------------------------------------------------
+    def lookup(self, keys: U64Array) -> tuple[I64Array, object]:
+        """Ids in the buckets of ``keys`` (expired pages left out); no token (one writer)."""
+        db = self._require()
+        if not len(keys):
+            return np.empty(0, dtype=np.int64), None
+        if self.ttl is not None:
+            self._advance_frontier()
+        k48 = bucket_key48(keys)
+        marks = ",".join("?" * len(k48))
+        try:
+            rows = db.execute(
+                f"SELECT doc FROM buckets WHERE key IN ({marks}) AND doc >= ?", (*k48, self._frontier)
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise StorageError(f"neardup index {self.path}: lookup failed: {exc}") from exc
+        return np.unique(np.array([r for (r,) in rows], dtype=np.int64)), None
+
+    def lookup_or_insert(
+        self, keys: U64Array, provisional: Commit
+    ) -> tuple[I64Array, object, CommitResult | None]:
+        """:meth:`lookup`, then :meth:`commit` of ``provisional`` if no live page is in the buckets.
+
+        One writer per file (``locking_mode=EXCLUSIVE``), so the two steps are atomic as they are.
+        """
+        ids, token = self.lookup(keys)
+        if len(ids):
+            return ids, token, None
+        return ids, token, self.commit(provisional)
+
+    def fetch(self, ids: I64Array) -> DocBatch:
+        """Records of ``ids`` (in that order) with their cluster roots."""
+        db = self._require()
+        id_list = [int(i) for i in ids]
+        rows: dict[int, tuple[Any, ...]] = {}
+        try:
+            for start in range(0, len(id_list), _CHUNK):
+                part = id_list[start : start + _CHUNK]
+                marks = ",".join("?" * len(part))
+                for row in db.execute(
+                    "SELECT id, simhash, digest, signature, added, url, host FROM docs "
+                    f"WHERE id IN ({marks})",
+                    part,
+                ):
+                    rows[int(row[0])] = row
+        except sqlite3.Error as exc:
+            raise StorageError(f"neardup index {self.path}: fetch failed: {exc}") from exc
+        present = [i for i in id_list if i in rows]
+        n = len(present)
+        signatures = np.zeros((n, self._num_perm), dtype=np.uint16)
+        simhashes = np.zeros(n, dtype=np.uint64)
+        added = np.zeros(n, dtype=np.float64)
+        digests, urls, hosts = [], [], []
+        for i, doc in enumerate(present):
+            _, simhash, digest, signature, when, url, host = rows[doc]
+            if signature:
+                signatures[i] = np.frombuffer(signature, dtype="<u2")
+            simhashes[i] = int(simhash) & 0xFFFFFFFFFFFFFFFF
+            added[i] = when
+            digests.append(bytes(digest))
+            urls.append(str(url))
+            hosts.append(self._host_names.get(int(host), ""))
+        return DocBatch(
+            ids=np.array(present, dtype=np.int64),
+            signatures=signatures,
+            simhashes=simhashes,
+            digests=digests,
+            roots=np.array([self._find(i) for i in present], dtype=np.int64),
+            added=added,
+            urls=urls,
+            hosts=hosts,
+        )
+
+    def commit(self, commit: Commit) -> CommitResult:
+        """Add the page inside the current batch transaction (one writer: never conflicts)."""
+        db = self._require()
+        host = commit.host
+        counts = self._counts.setdefault(host, HostCounts())
+        pairs = self._pairs.setdefault(host, {})
+        try:
+            self._begin()
+            if commit.status == "skipped" or commit.record is None:
+                counts.skipped += 1
+                self._host_id(host)
+                self._dirty_hosts.add(host)
+                self._after_write()
+                return CommitResult(doc_id=-1, host_pages=counts.pages, host_pairs=dict(pairs))
+            record = commit.record
+            doc_id = self._next
+            parent = record.parent if record.parent >= 0 else doc_id
+            # float16 like the other stores, so reports agree to the last digit
+            similarity = None if math.isnan(record.similarity) else float(np.float16(record.similarity))
+            db.execute(
+                "INSERT INTO docs VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    doc_id,
+                    parent,
+                    STATUS_CODES[record.status],
+                    similarity,
+                    int(record.hamming),
+                    float(record.added or time.time()),
+                    _signed64(int(record.simhash)),
+                    bytes(record.digest),
+                    np.ascontiguousarray(record.signature, dtype="<u2").tobytes(),
+                    self._host_id(record.host),
+                    record.url,
+                ),
+            )
+            self._next += 1
+            if len(self._parents) <= doc_id:
+                grown = np.empty(max(1024, 2 * len(self._parents)), dtype=np.int32)
+                grown[: len(self._parents)] = self._parents
+                self._parents = grown
+            self._parents[doc_id] = parent
+            for root, new_root in commit.unions:
+                a, b = self._find(int(root)), self._find(int(new_root))
+                if a != b:
+                    self._parents[a] = b
+                    db.execute("UPDATE docs SET parent=? WHERE id=?", (b, a))
+            if len(commit.keys):
+                entries = [(k, doc_id) for k in bucket_key48(commit.keys)]
+                db.executemany("INSERT OR IGNORE INTO buckets VALUES (?, ?)", entries)
+            counts.pages += 1
+            counts.bytes += commit.nbytes
+            setattr(counts, commit.status, getattr(counts, commit.status) + 1)
+            if commit.status != "unique":
+                counts.duplicate_bytes += commit.nbytes
+            self._dirty_hosts.add(host)
+            other = commit.duplicate_host
+            if other is not None and other != host:
+                pairs[other] = pairs.get(other, 0) + 1
+                self._host_id(other)
+                self._dirty_pairs.add((host, other))
+            self._after_write()
+        except sqlite3.Error as exc:
+            raise StorageError(f"neardup index {self.path}: commit failed: {exc}") from exc
+        return CommitResult(doc_id=doc_id, host_pages=counts.pages, host_pairs=dict(pairs))
+
+    # -- reports -------------------------------------------------------------------------------
+    def url_of(self, doc_id: int) -> str:
+        """Url of page ``doc_id``."""
+        row = self._require().execute("SELECT url FROM docs WHERE id=?", (int(doc_id),)).fetchone()
+        if row is None:
+            raise KeyError(doc_id)
+        return str(row[0])
+
+    def host_counts(self) -> dict[str, HostCounts]:
+        """Counters of every host."""
+        return {h: HostCounts(**vars(c)) for h, c in self._counts.items()}
+
+    def host_pairs(self) -> dict[tuple[str, str], int]:
+        """Mirror pair counters."""
+        return {(h, o): n for h, others in self._pairs.items() for o, n in others.items()}
+
+    def clusters(self, max_clusters: int, max_members: int) -> tuple[dict[int, int], list[dict[str, Any]]]:
+        """Size histogram of all clusters and the largest ones (see the protocol)."""
+        db = self._require()
+        n = self._next
+        if not n:
+            return {}, []
+        roots = self._all_roots()
+        status = np.zeros(n, dtype=np.uint8)
+        similarity = np.zeros(n, dtype=np.float32)
+        hamming = np.zeros(n, dtype=np.int16)
+        for doc, st, sim, ham in db.execute("SELECT id, status, similarity, hamming FROM docs"):
+            status[doc] = st
+            similarity[doc] = float("nan") if sim is None else sim
+            hamming[doc] = ham
+        return summarize_clusters(
+            roots,
+            status=status,
+            similarity=similarity,
+            hamming=hamming,
+            max_clusters=max_clusters,
+            max_members=max_members,
+            describe=self._describe,
+        )
+
+    def memory_bytes(self) -> int:
+        """Bytes of the database file and its WAL."""
+        total = 0
+        for suffix in ("", "-wal"):
+            with contextlib.suppress(OSError):
+                total += os.path.getsize(self.path + suffix)
+        return total
+
+    # -- internals -----------------------------------------------------------------------------
+    def _require(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise StorageError(f"the neardup index {self.path} is not open")
+        return self._db
+
+    def _describe(self, ids: Sequence[int]) -> list[tuple[str, str]]:
+        db = self._require()
+        found: dict[int, tuple[str, str]] = {}
+        id_list = list(ids)
+        for start in range(0, len(id_list), _CHUNK):
+            part = id_list[start : start + _CHUNK]
+            marks = ",".join("?" * len(part))
+            for doc, url, host in db.execute(f"SELECT id, url, host FROM docs WHERE id IN ({marks})", part):
+                found[int(doc)] = (str(url), self._host_names.get(int(host), ""))
+        return [found.get(i, ("", "")) for i in id_list]
+
+    def _begin(self) -> None:
+        if self._pending == 0:
+            db = self._require()
+            if not db.in_transaction:
+                db.execute("BEGIN IMMEDIATE")
+            self._batch_started = time.monotonic()
+
+    def _after_write(self) -> None:
+        self._pending += 1
+        if self._pending >= self.batch_size or time.monotonic() - self._batch_started >= self.batch_seconds:
+            self._flush()
+
+    def _flush(self) -> None:
+        db = self._require()
+        if self._dirty_hosts or self._dirty_pairs:
+            if not db.in_transaction:
+                db.execute("BEGIN IMMEDIATE")
+            db.executemany(
+                'UPDATE hosts SET pages=?, "unique"=?, exact=?, near=?, skipped=?, bytes=?, '
+                "duplicate_bytes=? WHERE id=?",
+                [
+                    (*(getattr(self._counts[h], c) for c in _COUNTERS), self._host_ids[h])
+                    for h in sorted(self._dirty_hosts)
+                ],
+            )
+            db.executemany(
+                "INSERT INTO pairs VALUES (?, ?, ?) ON CONFLICT(host, other) DO UPDATE SET n=excluded.n",
+                [
+                    (self._host_ids[h], self._host_ids[o], self._pairs[h][o])
+                    for h, o in sorted(self._dirty_pairs)
+                ],
+            )
+            self._dirty_hosts.clear()
+            self._dirty_pairs.clear()
+        if db.in_transaction:
+            db.execute("COMMIT")
+        self._pending = 0
+
+    def _host_id(self, host: str) -> int:
+        host_id = self._host_ids.get(host)
+        if host_id is None:
+            db = self._require()
+            cursor = db.execute("INSERT INTO hosts (name) VALUES (?)", (host,))
+            host_id = int(cursor.lastrowid or 0)
+            self._host_ids[host] = host_id
+            self._host_names[host_id] = host
+            self._counts.setdefault(host, HostCounts())
+        return host_id
+
+    def _find(self, doc_id: int) -> int:
+        parents = self._parents
+        root = doc_id
+        while (parent := int(parents[root])) != root:
+            root = parent
+        while (parent := int(parents[doc_id])) != root:
+            parents[doc_id] = root  # path compression in memory only; the file keeps its parents
+            doc_id = parent
+        return root
+
+    def _all_roots(self) -> I64Array:
+        parents = self._parents[: self._next].astype(np.int64)
+        while True:
+            grand = parents[parents]
+            if np.array_equal(grand, parents):
+                return parents
+            parents = grand
+
+    def _advance_frontier(self, force: bool = False) -> None:
+        """Move the expiry frontier: the first id added after ``now - ttl``."""
+        now = time.monotonic()
+        if not force and now - self._frontier_checked < 1.0:
+            return
+        self._frontier_checked = now
+        assert self.ttl is not None
+        row = (
+            self._require()
+            .execute(
+                "SELECT id FROM docs WHERE id >= ? AND added >= ? ORDER BY id LIMIT 1",
+                (self._frontier, time.time() - self.ttl),
+            )
+            .fetchone()
+        )
+        self._frontier = int(row[0]) if row is not None else self._next
+
+    def _prune_expired(self) -> None:
+        """Delete bucket rows and signatures of expired pages (run at open)."""
+        if self._frontier <= 0:
+            return
+        db = self._require()
+        db.execute("BEGIN IMMEDIATE")
+        removed = db.execute("DELETE FROM buckets WHERE doc < ?", (self._frontier,)).rowcount
+        db.execute("UPDATE docs SET signature=NULL WHERE id < ? AND signature IS NOT NULL", (self._frontier,))
+        db.execute("COMMIT")
+        if removed:
+            logger.info("neardup: forgot %d bucket entries of pages older than the ttl", removed)

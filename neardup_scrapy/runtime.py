@@ -1,0 +1,459 @@
+"""State shared by the neardup components of one crawler: config, detector, counters.
+
+Whichever component is built first (extension, middlewares, pipeline) creates the
+:class:`NeardupRuntime` with :meth:`NeardupRuntime.of`; the others get the same object, so the
+settings are parsed once, the index is opened once, and every component sees the same verdicts.
+The index is opened right there, in ``from_crawler``: an unreachable Redis server or a store
+built with other parameters stops the crawl before its first request.
+
+Pages are checked either in a helper process (``NEARDUP_WORKER = "process"``, the default; see
+:mod:`neardup_scrapy.worker`) or in the crawl's process (``"inline"``). Item texts
+(``NEARDUP_ITEM_FIELDS``) are always checked inline: they need no HTML parsing.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals as scrapy_signals
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.defer import deferred_from_coro
+from twisted.internet.defer import Deferred
+
+from .config import NeardupConfig, parse_settings
+from .core import NearDupDetector, Verdict
+from .core.hosts import host_of
+from .core.storage.base import IndexStorage, StorageError
+from .signals import duplicate_found
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
+
+    from .worker import DetectorWorker
+
+__all__ = ["KNOWN_SETTINGS", "NeardupRuntime", "NeardupStorageError", "reason_key"]
+
+logger = logging.getLogger(__name__)
+
+_ATTRIBUTE = "_neardup_runtime"
+CLOSE_REASON = "neardup_storage_error"
+REPORT_TIMEOUT = 600.0
+
+KNOWN_SETTINGS = frozenset(
+    f"NEARDUP_{name}"
+    for name in (
+        "ENABLED",
+        "ACTION",
+        "THRESHOLD",
+        "ALGORITHM",
+        "NUM_PERM",
+        "SHINGLE_SIZE",
+        "SHINGLE_KIND",
+        "SIMHASH_DISTANCE",
+        "MIN_TOKENS",
+        "SCOPE",
+        "MAX_TEXT_CHARS",
+        "MASK_DIGITS",
+        "SEED",
+        "LSH_BANDS",
+        "LSH_ROWS",
+        "MIRROR_MIN_PAGES",
+        "MIRROR_SHARE",
+        "TTL",
+        "FIELD",
+        "ITEM_FIELDS",
+        "FOLLOW_DUPLICATES",
+        "SKIP_MIRRORS",
+        "REPORT_FILE",
+        "REPORT_HTML",
+        "DEBUG",
+        "STORAGE",
+        "DISK_PATH",
+        "REDIS_URL",
+        "REDIS_PREFIX",
+        "ON_STORAGE_ERROR",
+        "MAX_BODY_BYTES",
+        "KEEP_EXCERPTS",
+        "WORKER",
+    )
+)
+
+
+class NeardupStorageError(StorageError):
+    """The index store could not be opened at start-up (the message says which store and why)."""
+
+
+def reason_key(reason: str) -> str:
+    """A skip reason as a stats key part: ``"no text"`` -> ``"no_text"``."""
+    return re.sub(r"[^a-z0-9]+", "_", reason.lower()).strip("_") or "other"
+
+
+def _items_path(path: str | None) -> str | None:
+    """``jobdir/neardup.sqlite`` -> ``jobdir/neardup-items.sqlite`` (the item index)."""
+    if path is None:
+        return None
+    head, dot, ext = path.rpartition(".")
+    if dot and "/" not in ext:
+        return f"{head}-items.{ext}"
+    return f"{path}-items"
+
+
+class NeardupRuntime:
+    """Config, detector(s), counters and the storage-error policy of one crawler.
+
+    Args:
+        crawler: the crawler.
+        config: its parsed settings.
+
+    Raises:
+        NeardupStorageError: the index store cannot be opened.
+    """
+
+    def __init__(self, crawler: Crawler, config: NeardupConfig) -> None:
+        self.crawler = crawler
+        self.config = config
+        self.stats: StatsCollector = crawler.stats
+        self.detector: NearDupDetector | None = None
+        self.worker: DetectorWorker | None = None
+        if config.worker == "process":
+            self.worker = self._start_worker()
+        else:
+            self.detector = self._open_detector(items=False)
+        self._item_detector: NearDupDetector | None = None
+        self.dropped = 0
+        self.storage_errors = 0
+        self._stopping = False
+        self._store_failing = False
+        self._logged_first_duplicate = False
+        self._mirror_of: dict[str, str] = {}
+        self._finalizers: list[Callable[[NeardupRuntime, str], None]] = []
+        self._closed = False
+        crawler.signals.connect(self._spider_closed, signal=scrapy_signals.spider_closed)
+
+    # -- creation --------------------------------------------------------------------------------
+    @classmethod
+    def of(cls, crawler: Crawler) -> NeardupRuntime:
+        """The crawler's runtime, created on first use.
+
+        Raises:
+            NotConfigured: ``NEARDUP_ENABLED`` is False (the component switches itself off).
+            NeardupSettingsError: a setting is invalid.
+            NeardupStorageError: the index store cannot be opened.
+        """
+        runtime = getattr(crawler, _ATTRIBUTE, None)
+        if isinstance(runtime, NeardupRuntime):
+            return runtime
+        if runtime is False:
+            raise NotConfigured
+        spider_name = None
+        spider = getattr(crawler, "spider", None)
+        if spider is not None:
+            spider_name = spider.name
+        elif getattr(crawler, "spidercls", None) is not None:
+            spider_name = getattr(crawler.spidercls, "name", None)
+        config = parse_settings(crawler.settings, spider_name)
+        if not config.enabled:
+            setattr(crawler, _ATTRIBUTE, False)
+            logger.info("neardup is disabled (NEARDUP_ENABLED = False)")
+            raise NotConfigured
+        for name in sorted(k for k in crawler.settings if isinstance(k, str) and k.startswith("NEARDUP_")):
+            if name not in KNOWN_SETTINGS:
+                logger.warning("Unknown setting %s ignored (misspelt? see the neardup-scrapy README)", name)
+        runtime = cls(crawler, config)
+        setattr(crawler, _ATTRIBUTE, runtime)
+        p = config.params
+        logger.info(
+            "neardup: action=%s threshold=%s algorithm=%s scope=%s storage=%s worker=%s",
+            config.action,
+            p.threshold,
+            p.algorithm,
+            p.scope,
+            config.storage_description(),
+            config.worker if runtime.worker is None else f"process (pid {runtime.worker.pid})",
+        )
+        return runtime
+
+    def _store_options(self, items: bool) -> dict[str, Any]:
+        config = self.config
+        return {
+            "path": _items_path(config.disk_path) if items else config.disk_path,
+            "redis_url": config.redis_url,
+            "prefix": f"{config.redis_prefix}:items" if items else config.redis_prefix,
+        }
+
+    def _open_error(self, what: str, exc: Exception) -> NeardupStorageError:
+        where = self.config.storage_description()
+        return NeardupStorageError(f"neardup: cannot open the {what} ({where}; see NEARDUP_STORAGE): {exc}")
+
+    def _open_detector(self, items: bool) -> NearDupDetector:
+        config = self.config
+        storage: IndexStorage | str = "memory"
+        try:
+            if config.storage != "memory":
+                from .core.storage import open_storage
+
+                storage = open_storage(config.storage, ttl=config.params.ttl, **self._store_options(items))
+            return NearDupDetector.from_params(
+                config.params, storage=storage, keep_excerpts=0 if items else config.keep_excerpts
+            )
+        except Exception as exc:
+            raise self._open_error("item index" if items else "index", exc) from exc
+
+    def _start_worker(self) -> DetectorWorker:
+        from .worker import DetectorWorker
+
+        init = {
+            "params": self.config.params,
+            "storage": self.config.storage,
+            "keep_excerpts": self.config.keep_excerpts,
+            **self._store_options(False),
+        }
+        try:
+            return DetectorWorker(init)
+        except Exception as exc:
+            raise self._open_error("index", exc) from exc
+
+    @property
+    def item_detector(self) -> NearDupDetector:
+        """The separate index of item texts (``NEARDUP_ITEM_FIELDS``), opened on first use.
+
+        Item texts get their own index so that an item's text never matches the page it was
+        extracted from.
+        """
+        if self._item_detector is None:
+            self._item_detector = self._open_detector(items=True)
+        return self._item_detector
+
+    # -- checking --------------------------------------------------------------------------------
+    def check_page(
+        self, url: str, body: bytes, encoding: str | None, tree: Callable[[], Any]
+    ) -> Verdict | Deferred[Verdict]:
+        """Check an HTML page; applies ``NEARDUP_ON_STORAGE_ERROR`` (never raises or fails).
+
+        Args:
+            url: the page's url.
+            body: its (decompressed) body.
+            encoding: its encoding as Scrapy decided it.
+            tree: returns the page's parsed lxml tree (or ``None``); used inline only.
+
+        Returns:
+            The verdict inline; with a worker process, a Deferred that fires with it.
+        """
+        if self.worker is not None:
+            return self._check_in_worker(self.worker, (url, body, encoding, len(body)))
+        root = tree()
+        if root is None:
+            return self.check(url, html=body, encoding=encoding, nbytes=len(body))
+        return self.check(url, tree=root, nbytes=len(body))
+
+    def check(
+        self,
+        url: str,
+        *,
+        html: bytes | str | None = None,
+        tree: Any = None,
+        text: str | None = None,
+        encoding: str | None = None,
+        nbytes: int | None = None,
+    ) -> Verdict:
+        """Check a page in this process and count the verdict (inline mode only)."""
+        assert self.detector is not None, "check() needs NEARDUP_WORKER = 'inline'"
+        try:
+            verdict = self.detector.check(url, html, tree=tree, text=text, encoding=encoding, nbytes=nbytes)
+        except StorageError as exc:
+            return self._storage_failed(url, exc)
+        self._store_failing = False
+        self._count(verdict, "neardup/")
+        return verdict
+
+    def _check_in_worker(self, worker: DetectorWorker, payload: tuple[Any, ...]) -> Deferred[Verdict]:
+        deferred: Deferred[Verdict] = Deferred()
+        url = payload[0]
+
+        def done(ok: bool, result: Any) -> None:
+            if ok:
+                self._store_failing = False
+                self._count(result, "neardup/")
+                deferred.callback(result)
+            else:
+                error = result if isinstance(result, StorageError) else StorageError(repr(result))
+                deferred.callback(self._storage_failed(url, error))
+
+        if worker.threaded:
+            from twisted.internet import reactor
+
+            worker.call("check", payload, lambda ok, result: reactor.callFromThread(done, ok, result))
+        else:
+            worker.call("check", payload, done)
+        return deferred
+
+    def skip(self, url: str, reason: str) -> Verdict:
+        """Count a page as skipped without checking it (non-HTML, too large, opted out...)."""
+        if self.worker is not None:
+            self.worker.send("skip", (url, reason))
+            host = host_of(url)
+            verdict = Verdict(
+                url=url, host=host, status="skipped", reason=reason, mirror_of=self._mirror_of.get(host)
+            )
+        else:
+            assert self.detector is not None
+            try:
+                verdict = self.detector.skip(url, reason)
+            except StorageError as exc:
+                return self._storage_failed(url, exc)
+        self._count(verdict, "neardup/")
+        return verdict
+
+    def check_item(self, url: str, text: str) -> Verdict:
+        """Check the text of an item's fields against earlier items (own index, own stats)."""
+        try:
+            verdict = self.item_detector.check(url, text=text)
+        except StorageError as exc:
+            return self._storage_failed(url, exc)
+        self._store_failing = False
+        self._count(verdict, "neardup/items/")
+        return verdict
+
+    def _count(self, verdict: Verdict, prefix: str) -> None:
+        stats = self.stats
+        stats.inc_value(prefix + "pages")
+        stats.inc_value(prefix + verdict.status)
+        if verdict.status == "skipped":
+            stats.inc_value(f"{prefix}skipped/{reason_key(verdict.reason)}")
+        elif prefix == "neardup/":
+            self._note_mirror(verdict.host, verdict.mirror_of)
+        if self.config.debug:
+            logger.debug(
+                "neardup %s: %s (%s)%s",
+                verdict.status,
+                verdict.url,
+                verdict.reason,
+                f" duplicate of {verdict.duplicate_of}" if verdict.duplicate_of else "",
+            )
+        elif verdict.is_duplicate and not self._logged_first_duplicate:
+            self._logged_first_duplicate = True
+            logger.debug(
+                "neardup: %s is a %s duplicate of %s (%s) - no more duplicates will be shown "
+                "(see NEARDUP_DEBUG to show all)",
+                verdict.url,
+                verdict.status,
+                verdict.duplicate_of,
+                verdict.reason,
+            )
+
+    def _note_mirror(self, host: str, mirror_of: str | None) -> None:
+        known = self._mirror_of.get(host)
+        if mirror_of == known:
+            return
+        if mirror_of is None:
+            del self._mirror_of[host]
+        else:
+            self._mirror_of[host] = mirror_of
+            logger.info("neardup: host %s is a mirror of %s", host, mirror_of)
+        self.stats.set_value("neardup/mirror_hosts", len(self._mirror_of))
+
+    def _storage_failed(self, url: str, exc: StorageError) -> Verdict:
+        self.storage_errors += 1
+        self.stats.inc_value("neardup/storage_errors")
+        if self.config.on_storage_error == "stop":
+            if not self._stopping:
+                self._stopping = True
+                logger.error(
+                    "neardup: the index store failed (%s); closing the spider "
+                    "(NEARDUP_ON_STORAGE_ERROR = 'stop')",
+                    exc,
+                )
+                self.close_spider(CLOSE_REASON)
+        elif not self._store_failing:
+            logger.warning(
+                "neardup: the index store failed (%s); pages pass unchecked, tagged 'skipped', until it "
+                "answers again (NEARDUP_ON_STORAGE_ERROR = 'pass'; see the neardup/storage_errors stat)",
+                exc,
+            )
+        else:
+            logger.debug("neardup: store still failing for %s: %s", url, exc)
+        self._store_failing = True
+        return Verdict(url=url, host=host_of(url), status="skipped", reason="storage error")
+
+    # -- actions ---------------------------------------------------------------------------------
+    def mirror_of(self, url: str) -> str | None:
+        """The host that ``url``'s host has been confirmed to mirror, if any."""
+        return self._mirror_of.get(host_of(url)) if self._mirror_of else None
+
+    def count_drop(self, what: str) -> None:
+        """Count a dropped page or item (``what``: ``"page"`` or ``"item"``)."""
+        self.dropped += 1
+        self.stats.inc_value("neardup/dropped")
+        self.stats.inc_value(f"neardup/dropped/{what}")
+
+    def duplicate_found(self, verdict: Verdict, *, response: Any = None, item: Any = None) -> None:
+        """Send the :data:`~neardup_scrapy.signals.duplicate_found` signal."""
+        self.crawler.signals.send_catch_log(
+            signal=duplicate_found,
+            verdict=verdict,
+            response=response,
+            item=item,
+            spider=self.crawler.spider,
+        )
+
+    def close_spider(self, reason: str) -> None:
+        """Ask the engine to close the spider (cleanly: pending requests are dropped)."""
+        engine = getattr(self.crawler, "engine", None)
+        if engine is None:
+            return
+        if hasattr(engine, "close_spider_async"):  # Scrapy >= 2.14
+            deferred_from_coro(engine.close_spider_async(reason=reason))
+        else:
+            engine.close_spider(self.crawler.spider, reason)
+
+    # -- closing ---------------------------------------------------------------------------------
+    def on_close(self, finalizer: Callable[[NeardupRuntime, str], None]) -> None:
+        """Run ``finalizer(runtime, reason)`` at spider close, before the index is closed."""
+        self._finalizers.append(finalizer)
+
+    def report(self, **caps: int) -> dict[str, Any]:
+        """The detector's report with ``totals.dropped`` and ``totals.storage_errors`` filled in."""
+        options: dict[str, int] = {"dropped": self.dropped, "storage_errors": self.storage_errors, **caps}
+        if self.worker is not None:
+            report: dict[str, Any] = self.worker.call_sync("report", options, REPORT_TIMEOUT)
+            return report
+        assert self.detector is not None
+        return self.detector.report(**options)
+
+    def close(self) -> None:
+        """Close the indexes and stop the worker process (idempotent)."""
+        if self.worker is not None:
+            worker, self.worker = self.worker, None
+            try:
+                worker.call_sync("close", None, REPORT_TIMEOUT)
+            except Exception as exc:
+                logger.warning("neardup: error while closing the index: %s", exc)
+            worker.stop()
+        for detector in (self.detector, self._item_detector):
+            if detector is None:
+                continue
+            try:
+                detector.close()
+            except Exception as exc:
+                logger.warning("neardup: error while closing the index: %s", exc)
+        self.detector = self._item_detector = None
+
+    def _spider_closed(self, spider: Any = None, reason: str = "finished") -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for finalizer in self._finalizers:
+            try:
+                finalizer(self, reason)
+            except Exception:
+                logger.exception("neardup: error while finishing the crawl")
+        if self.storage_errors:
+            logger.warning(
+                "neardup: %d page(s) or item(s) passed unchecked because the index store failed",
+                self.storage_errors,
+            )
+        self.close()

@@ -1,0 +1,61 @@
+"""Shared fixtures.
+
+* ``eval_dev``: the labelled development set in ``../shared/eval-dev`` (next to the repo, or at
+  ``$NEARDUP_EVAL_DEV``). Skipped when absent -- except under ``CI=true``, where it must exist.
+* ``redis_url``: a Redis server (``$NEARDUP_TEST_REDIS``, default ``redis://127.0.0.1:6379/0``)
+  and a unique key prefix, cleaned up afterwards. Skipped when unreachable -- except under
+  ``CI=true``, where the test fails.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def _need(reason: str) -> None:
+    if IN_CI:
+        pytest.fail(f"{reason} (required when CI=true)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def eval_dev() -> Path:
+    """Path of the eval-dev directory (pages.jsonl.gz, truth.json, score.py)."""
+    path = Path(os.environ.get("NEARDUP_EVAL_DEV", ROOT.parent / "shared" / "eval-dev"))
+    if not (path / "pages.jsonl.gz").is_file() or not (path / "truth.json").is_file():
+        _need(f"eval-dev set not found at {path}")
+    return path
+
+
+REDIS_URL = os.environ.get("NEARDUP_TEST_REDIS", "redis://127.0.0.1:6379/0")
+
+
+@pytest.fixture
+def redis_url() -> Iterator[tuple[str, str]]:
+    """``(url, prefix)`` of a reachable Redis with a fresh key prefix; keys are deleted after."""
+    try:
+        import redis
+    except ImportError:  # pragma: no cover - the test extra installs it
+        _need("the redis package is not installed")
+        raise
+    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        _need(f"Redis is not reachable at {REDIS_URL}: {exc}")
+    prefix = f"neardup-test-{uuid.uuid4().hex[:12]}"
+    try:
+        yield REDIS_URL, prefix
+    finally:
+        keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
+        for start in range(0, len(keys), 500):
+            client.delete(*keys[start : start + 500])
+        client.close()

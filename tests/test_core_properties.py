@@ -1,0 +1,162 @@
+"""Property tests of the core sketches: determinism, exactness, MinHash error bound, Hamming."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from neardup_scrapy.core import NearDupDetector
+from neardup_scrapy.core.hashing import mix64, shingle_hashes, token_hashes
+from neardup_scrapy.core.minhash import MinHasher, estimate_jaccard, low16
+from neardup_scrapy.core.params import DetectorParams, choose_bands, lsh_collision_probability
+from neardup_scrapy.core.simhash import block_masks, hamming, hamming_many, simhash64
+from neardup_scrapy.core.sketch import Sketcher
+
+words = st.text(alphabet="abcdefghijklmnopqrstuvwxyzäöüß", min_size=1, max_size=8)
+token_lists = st.lists(words, min_size=1, max_size=400)
+u64 = st.integers(min_value=0, max_value=2**64 - 1)
+
+
+def _sketch_json(tokens: list[str]) -> str:
+    sk = Sketcher(DetectorParams()).sketch(tokens, "example.org")
+    return json.dumps(
+        {
+            "digest": sk.digest.hex(),
+            "signature": sk.signature.tolist(),
+            "simhash": sk.simhash,
+            "keys": np.concatenate([sk.exact_key, sk.band_keys, sk.simhash_keys]).tolist(),
+        }
+    )
+
+
+def test_sketches_identical_across_processes() -> None:
+    """A fresh interpreter with another hash seed computes bit-identical sketches."""
+    tokens = ["the", "same", "words", "in", "another", "process", "give", "the", "same", "sketch"] * 7
+    here = Path(__file__).resolve().parent
+    code = (
+        f"import json,sys; sys.path.insert(0, {str(here)!r}); from test_core_properties import _sketch_json;"
+        "print(_sketch_json(json.loads(sys.argv[1])))"
+    )
+    env_outputs = []
+    for hashseed in ("1", "12345"):
+        out = subprocess.run(
+            [sys.executable, "-c", code, json.dumps(tokens)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PYTHONHASHSEED": hashseed, "PATH": "/usr/bin:/bin"},
+        )
+        env_outputs.append(out.stdout.strip())
+    assert env_outputs[0] == env_outputs[1] == _sketch_json(tokens)
+
+
+def test_known_values_are_pinned() -> None:
+    """Hash values never change silently (a persisted index depends on them)."""
+    hashes = token_hashes(["near", "duplicate"], seed=1)
+    assert hashes.tolist() == token_hashes(["near", "duplicate"], seed=1).tolist()
+    sig = MinHasher(8, 1).signature(shingle_hashes(hashes, 5))
+    assert sig.dtype == np.uint32 and len(sig) == 8
+    assert mix64(np.array([0, 1], dtype=np.uint64)).tolist() == [0, 0x5692161D100B05E5]
+
+
+@given(token_lists)
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+def test_identical_text_is_exact(tokens: list[str]) -> None:
+    det = NearDupDetector(min_tokens=0)
+    text = " ".join(tokens)
+    first = det.check("http://127.0.0.1/a", text=text)
+    second = det.check("http://127.0.0.2/a", text=text)
+    assert first.status == "unique"
+    assert second.status == "exact"
+    assert second.duplicate_of == "http://127.0.0.1/a"
+    assert second.similarity == 1.0 and second.hamming == 0
+
+
+@st.composite
+def set_pairs(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
+    size = draw(st.integers(min_value=200, max_value=1500))
+    jaccard = draw(st.floats(min_value=0.05, max_value=1.0))
+    shared = round(2 * size * jaccard / (1 + jaccard))
+    seed = draw(st.integers(min_value=0, max_value=2**32 - 1))
+    rng = np.random.default_rng(seed)
+    base = mix64(np.unique(rng.integers(0, 2**62, size=2 * size, dtype=np.uint64))[: 2 * size - shared])
+    a = base[:size]
+    b = np.concatenate([base[:shared], base[size:]])
+    return a, b
+
+
+@given(set_pairs())
+@settings(max_examples=80, deadline=None)
+def test_minhash_estimate_within_bound(pair: tuple[np.ndarray, np.ndarray]) -> None:
+    """|J_est - J| <= 5 standard errors, sqrt(J(1-J)/k) (plus b-bit slack)."""
+    a, b = pair
+    true_j = len(np.intersect1d(a, b)) / len(np.union1d(a, b))
+    hasher = MinHasher(128, 7)
+    est = float(estimate_jaccard(low16(hasher.signature(a)), low16(hasher.signature(b))[None, :])[0])
+    bound = 5 * np.sqrt(true_j * (1 - true_j) / 128) + 0.01
+    assert abs(est - true_j) <= bound
+
+
+def test_minhash_error_is_unbiased_on_average() -> None:
+    rng = np.random.default_rng(3)
+    hasher = MinHasher(128, 1)
+    errors = []
+    for _ in range(200):
+        a = mix64(rng.integers(0, 2**62, size=600, dtype=np.uint64))
+        b = np.concatenate([a[:450], mix64(rng.integers(0, 2**62, size=150, dtype=np.uint64))])
+        true_j = 450 / 750
+        errors.append(float((hasher.signature(a) == hasher.signature(b)).mean()) - true_j)
+    assert abs(np.mean(errors)) < 0.01
+    assert 0.02 < np.std(errors) < 0.06  # sqrt(0.6 * 0.4 / 128) = 0.043
+
+
+@given(u64, u64)
+def test_hamming_symmetric_and_metric(a: int, b: int) -> None:
+    assert hamming(a, b) == hamming(b, a)
+    assert hamming(a, a) == 0
+    assert 0 <= hamming(a, b) <= 64
+    assert int(hamming_many(a, np.array([b], dtype=np.uint64))[0]) == hamming(a, b)
+
+
+@given(u64, st.integers(min_value=0, max_value=8), st.data())
+def test_permuted_blocks_find_every_fingerprint_within_k(fp: int, k: int, data: st.DataObject) -> None:
+    """Manku et al.: a fingerprint within k bits shares at least one table key."""
+    flips = data.draw(st.sets(st.integers(min_value=0, max_value=63), max_size=k))
+    other = fp
+    for bit in flips:
+        other ^= 1 << bit
+    masks = block_masks(k)
+    assert any((fp & m) == (other & m) for m in masks)
+
+
+@given(st.lists(u64, min_size=1, max_size=300))
+def test_simhash_of_identical_sets_is_equal_and_order_free(values: list[int]) -> None:
+    arr = np.array(values, dtype=np.uint64)
+    assert simhash64(arr) == simhash64(arr[::-1].copy())
+
+
+def test_simhash_small_edit_small_distance() -> None:
+    rng = np.random.default_rng(5)
+    tokens = [f"w{i}" for i in rng.integers(0, 5000, size=1200)]
+    edited = list(tokens)
+    edited[600:603] = ["x", "y", "z"]
+    a = simhash64(shingle_hashes(token_hashes(tokens, 1), 5))
+    b = simhash64(shingle_hashes(token_hashes(edited, 1), 5))
+    c = simhash64(shingle_hashes(token_hashes([f"v{i}" for i in range(1200)], 1), 5))
+    assert hamming(a, b) <= 3 < hamming(a, c)
+
+
+def test_banding_s_curve() -> None:
+    bands, rows = choose_bands(0.8, 128)
+    assert bands * rows <= 128
+    assert lsh_collision_probability(0.8, bands, rows) > 0.99
+    assert lsh_collision_probability(0.75, bands, rows) > 0.97
+    assert lsh_collision_probability(0.3, bands, rows) < 0.05
+    # datasketch's choice at 128 / 0.8 is b=9, r=13: P(0.8) ~ 0.40.
+    assert lsh_collision_probability(0.8, 9, 13) < 0.45

@@ -1,0 +1,477 @@
+"""One conformance suite for every store: memory, disk (SQLite) and Redis.
+
+The stores are driven directly through the :class:`IndexStorage` protocol with hand-built
+records, then through the detector, which must give identical verdicts and reports on each.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from test_storage_support import corpus
+
+from neardup_scrapy.core import NearDupDetector
+from neardup_scrapy.core.params import DetectorParams
+from neardup_scrapy.core.storage.base import (
+    Commit,
+    DocRecord,
+    IndexStorage,
+    ParameterMismatchError,
+)
+from neardup_scrapy.core.storage.memory import MemoryStorage
+from neardup_scrapy.core.storage.redis_store import RedisStorage
+from neardup_scrapy.core.storage.sqlite import SQLiteStorage
+
+SIGNATURE = DetectorParams().index_signature()
+NUM_PERM = int(SIGNATURE["num_perm"])
+KINDS = ["memory", "disk", pytest.param("redis", marks=pytest.mark.redis)]
+
+Factory = Callable[..., IndexStorage]
+
+
+@pytest.fixture(params=KINDS)
+def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def make_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Factory]:
+    """``make_store(**kw)``: a new, unopened store on this test's location (same file / prefix)."""
+    made: list[IndexStorage] = []
+    redis_url: tuple[str, str] | None = request.getfixturevalue("redis_url") if kind == "redis" else None
+
+    def factory(**kwargs: Any) -> IndexStorage:
+        store: IndexStorage
+        if kind == "memory":
+            store = MemoryStorage(**kwargs)
+        elif kind == "disk":
+            store = SQLiteStorage(tmp_path / "index.sqlite", **kwargs)
+        else:
+            assert redis_url is not None
+            store = RedisStorage(redis_url[0], prefix=redis_url[1], **kwargs)
+        made.append(store)
+        return store
+
+    yield factory
+    for store in made:
+        store.close()
+
+
+def record(
+    url: str,
+    *,
+    seed: int,
+    parent: int = -1,
+    status: str = "unique",
+    similarity: float = math.nan,
+    hamming: int = -1,
+    added: float | None = None,
+) -> DocRecord:
+    rng = np.random.default_rng(seed)
+    return DocRecord(
+        url=url,
+        host=url.split("/")[2],
+        digest=rng.bytes(16),
+        simhash=int(rng.integers(0, 2**63)) * 2 + 1,
+        signature=rng.integers(0, 2**16, NUM_PERM).astype(np.uint16),
+        parent=parent,
+        status=status,
+        similarity=similarity,
+        hamming=hamming,
+        added=time.time() if added is None else added,
+    )
+
+
+def keys(*values: int) -> np.ndarray[Any, np.dtype[np.uint64]]:
+    return np.array(values, dtype=np.uint64)
+
+
+def add(store: IndexStorage, rec: DocRecord, ks: np.ndarray[Any, Any], **kw: Any) -> int:
+    _, token = store.lookup(ks if len(ks) else keys(0))  # the detector always looks up the exact key
+    result = store.commit(Commit(record=rec, keys=ks, token=token, host=rec.host, status=rec.status, **kw))
+    assert result is not None
+    return result.doc_id
+
+
+def test_empty_store(make_store: Factory) -> None:
+    store = make_store()
+    store.open(SIGNATURE)
+    ids, _ = store.lookup(keys(1, 2, 3))
+    assert len(ids) == 0
+    assert len(store) == 0
+    assert store.clusters(10, 10) == ({}, [])
+    assert store.host_counts() == {}
+
+
+def test_lookup_fetch_roundtrip(make_store: Factory) -> None:
+    store = make_store()
+    store.open(SIGNATURE)
+    a = record("http://127.0.0.1/a", seed=1)
+    b = record("http://127.0.0.2/b", seed=2)
+    ida = add(store, a, keys(10, 11, (5 << 56) | 12))
+    idb = add(store, b, keys(11, 13))
+    assert ida != idb and len(store) == 2
+    ids, _ = store.lookup(keys(11))
+    assert ids.tolist() == sorted([ida, idb])
+    ids, _ = store.lookup(keys((5 << 56) | 12, 99))
+    assert ids.tolist() == [ida]
+    batch = store.fetch(np.array([idb, ida], dtype=np.int64))
+    assert batch.ids.tolist() == [idb, ida]
+    assert batch.urls == [b.url, a.url]
+    assert batch.hosts == ["127.0.0.2", "127.0.0.1"]
+    assert batch.digests == [b.digest, a.digest]
+    assert batch.simhashes.tolist() == [b.simhash, a.simhash]
+    np.testing.assert_array_equal(batch.signatures[1], a.signature)
+    assert batch.roots.tolist() == [idb, ida]
+    assert abs(float(batch.added[0]) - b.added) < 1.0  # stores may keep whole seconds
+    assert store.url_of(ida) == a.url
+
+
+def test_skipped_and_host_counters(make_store: Factory) -> None:
+    store = make_store()
+    store.open(SIGNATURE)
+    result = store.commit(Commit(record=None, keys=keys(), token=None, host="127.0.0.1", status="skipped"))
+    assert result is not None and result.doc_id == -1 and result.host_pages == 0
+    rep = record("http://127.0.0.1/a", seed=1)
+    root = add(store, rep, keys(1, 2), nbytes=1000)
+    near = record("http://127.0.0.2/a", seed=2, parent=root, status="near", similarity=0.9, hamming=2)
+    _, token = store.lookup(keys(1, 2, 3))
+    result = store.commit(
+        Commit(
+            record=near,
+            keys=keys(1, 2, 3),
+            token=token,
+            host="127.0.0.2",
+            status="near",
+            duplicate_host="127.0.0.1",
+            nbytes=800,
+        )
+    )
+    assert result is not None
+    assert result.host_pages == 1 and dict(result.host_pairs) == {"127.0.0.1": 1}
+    exact = record("http://127.0.0.2/b", seed=3, parent=root, status="exact", similarity=1.0, hamming=0)
+    _, token = store.lookup(keys(1, 2))
+    result = store.commit(
+        Commit(
+            record=exact,
+            keys=keys(),
+            token=token,
+            host="127.0.0.2",
+            status="exact",
+            duplicate_host="127.0.0.1",
+            nbytes=700,
+        )
+    )
+    assert result is not None and result.host_pages == 2 and dict(result.host_pairs) == {"127.0.0.1": 2}
+    counts = store.host_counts()
+    assert vars(counts["127.0.0.1"]) == {
+        "pages": 1,
+        "unique": 1,
+        "exact": 0,
+        "near": 0,
+        "skipped": 1,
+        "bytes": 1000,
+        "duplicate_bytes": 0,
+    }
+    assert vars(counts["127.0.0.2"]) == {
+        "pages": 2,
+        "unique": 0,
+        "exact": 1,
+        "near": 1,
+        "skipped": 0,
+        "bytes": 1500,
+        "duplicate_bytes": 1500,
+    }
+    assert store.host_pairs() == {("127.0.0.2", "127.0.0.1"): 2}
+    # exact duplicates add no bucket entries
+    ids, _ = store.lookup(keys(1, 2, 3))
+    assert len(ids) == 2
+
+
+def test_clusters_and_unions(make_store: Factory) -> None:
+    store = make_store()
+    store.open(SIGNATURE)
+    r1 = add(store, record("http://127.0.0.1/r1", seed=1), keys(1))
+    r2 = add(store, record("http://127.0.0.1/r2", seed=2), keys(2))
+    m1 = add(
+        store,
+        record("http://127.0.0.2/m1", seed=3, parent=r1, status="near", similarity=0.9, hamming=1),
+        keys(1, 3),
+    )
+    m2 = add(
+        store,
+        record("http://127.0.0.2/m2", seed=4, parent=r2, status="exact", similarity=1.0, hamming=0),
+        keys(),
+    )
+    batch = store.fetch(np.array([m1, m2], dtype=np.int64))
+    assert batch.roots.tolist() == [r1, r2]
+    # a page joining both clusters merges r2's cluster into r1's
+    _, token = store.lookup(keys(1, 2))
+    joiner = record("http://127.0.0.3/j", seed=5, parent=r1, status="near", similarity=0.85, hamming=3)
+    result = store.commit(
+        Commit(
+            record=joiner,
+            keys=keys(1, 2),
+            token=token,
+            unions=[(r2, r1)],
+            host="127.0.0.3",
+            status="near",
+            duplicate_host="127.0.0.1",
+        )
+    )
+    assert result is not None
+    batch = store.fetch(np.array([r2, m2, result.doc_id], dtype=np.int64))
+    assert batch.roots.tolist() == [r1, r1, r1]
+    hist, largest = store.clusters(max_clusters=5, max_members=3)
+    assert hist == {5: 1}
+    (cluster,) = largest
+    assert cluster["representative"] == cluster["id"] == "http://127.0.0.1/r1"
+    assert cluster["size"] == 5
+    assert cluster["hosts"] == ["127.0.0.1", "127.0.0.2", "127.0.0.3"]
+    assert len(cluster["members"]) == 3
+    assert cluster["members"][0] == {
+        "url": "http://127.0.0.1/r1",
+        "status": "unique",
+        "similarity": None,
+        "hamming": None,
+    }
+    assert cluster["members"][1]["url"] == "http://127.0.0.1/r2"
+    assert cluster["members"][2] == {
+        "url": "http://127.0.0.2/m1",
+        "status": "near",
+        "similarity": pytest.approx(0.9, abs=1e-3),
+        "hamming": 1,
+    }
+
+
+def test_reopen_keeps_everything(kind: str, make_store: Factory) -> None:
+    if kind == "memory":
+        pytest.skip("the memory store persists nothing")
+    store = make_store()
+    store.open(SIGNATURE)
+    a = add(store, record("http://127.0.0.1/a", seed=1), keys(7, 8))
+    add(
+        store,
+        record("http://127.0.0.2/a", seed=2, parent=a, status="near", similarity=0.9, hamming=1),
+        keys(7, 9),
+        duplicate_host="127.0.0.1",
+    )
+    store.close()
+    again = make_store()
+    again.open(SIGNATURE)
+    assert len(again) == 2
+    ids, _ = again.lookup(keys(7))
+    assert len(ids) == 2
+    assert again.fetch(ids).roots.tolist() == [a, a]
+    assert again.host_pairs() == {("127.0.0.2", "127.0.0.1"): 1}
+    assert again.host_counts()["127.0.0.2"].near == 1
+    c = add(again, record("http://127.0.0.3/c", seed=3), keys(9))
+    assert c == 2
+
+
+def test_parameter_mismatch(kind: str, make_store: Factory) -> None:
+    if kind == "memory":
+        pytest.skip("the memory store persists nothing")
+    store = make_store()
+    store.open(SIGNATURE)
+    add(store, record("http://127.0.0.1/a", seed=1), keys(1))
+    store.close()
+    other = DetectorParams(threshold=0.7, shingle_size=4).index_signature()
+    with pytest.raises(ParameterMismatchError) as info:
+        make_store().open(other)
+    assert set(info.value.differences) >= {"threshold", "shingle_size"}
+    assert "threshold" in str(info.value) and "shingle_size" in str(info.value)
+    assert "num_perm" not in info.value.differences
+    # the same parameters still open fine
+    again = make_store()
+    again.open(SIGNATURE)
+    assert len(again) == 1
+
+
+def test_detector_mismatch_message(kind: str, make_store: Factory) -> None:
+    if kind == "memory":
+        pytest.skip("the memory store persists nothing")
+    NearDupDetector(storage=make_store()).close()
+    with pytest.raises(ParameterMismatchError, match="num_perm"):
+        NearDupDetector(storage=make_store(), num_perm=64)
+
+
+def _verdicts(storage: IndexStorage | None, pages: list[tuple[str, str, int]]) -> tuple[list[Any], Any]:
+    det = NearDupDetector(storage=storage)
+    out = [det.check(url, text=text).to_dict() for url, text, _ in pages]
+    det.skip("http://127.0.0.9/binary", reason="non-html")
+    report = det.report()
+    det.close()
+    return out, report
+
+
+def _nan_free(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return "nan"
+    if isinstance(value, dict):
+        return {k: _nan_free(v) for k, v in value.items() if k != "generated_at"}
+    if isinstance(value, list):
+        return [_nan_free(v) for v in value]
+    return value
+
+
+def test_detector_same_verdicts_as_memory(make_store: Factory) -> None:
+    pages = corpus(40, 3, seed=3)
+    expected, expected_report = _verdicts(None, pages)
+    got, report = _verdicts(make_store(), pages)
+    assert got == expected
+    assert _nan_free(report) == _nan_free(expected_report)
+    assert sum(v["status"] == "unique" for v in got) == 40
+
+
+# -- the optional lookup_or_insert (one round trip for a page without candidate) ----------------
+
+
+def unique_commit(rec: DocRecord, ks: np.ndarray[Any, Any], **kw: Any) -> Commit:
+    """The detector's provisional commit: the page as unique, token unused."""
+    return Commit(record=rec, keys=ks, token=None, host=rec.host, status="unique", **kw)
+
+
+def test_lookup_or_insert_inserts_only_without_candidate(make_store: Factory) -> None:
+    store: Any = make_store()
+    store.open(SIGNATURE)
+    a = record("http://127.0.0.1/a", seed=1)
+    ids, _, result = store.lookup_or_insert(keys(1, 2, 3), unique_commit(a, keys(1, 2, 3), nbytes=500))
+    assert len(ids) == 0
+    assert result is not None and result.doc_id == 0 and result.host_pages == 1
+    assert len(store) == 1
+    assert store.lookup(keys(2))[0].tolist() == [0]
+    batch = store.fetch(np.array([0], dtype=np.int64))
+    assert batch.urls == [a.url] and batch.digests == [a.digest] and batch.roots.tolist() == [0]
+    np.testing.assert_array_equal(batch.signatures[0], a.signature)
+    assert vars(store.host_counts()["127.0.0.1"]) == {
+        "pages": 1,
+        "unique": 1,
+        "exact": 0,
+        "near": 0,
+        "skipped": 0,
+        "bytes": 500,
+        "duplicate_bytes": 0,
+    }
+    # a candidate in any looked-up bucket: nothing changes, the answer is lookup's
+    b = record("http://127.0.0.2/b", seed=2)
+    expected, _ = store.lookup(keys(3, 4))
+    ids, token, result = store.lookup_or_insert(keys(3, 4), unique_commit(b, keys(3, 4)))
+    assert result is None
+    assert ids.tolist() == expected.tolist() == [0]
+    assert len(store) == 1 and "127.0.0.2" not in store.host_counts()
+    # ... and its token serves the commit that follows
+    assert store.fetch(ids).urls == [a.url]
+    near = record(b.url, seed=2, parent=0, status="near", similarity=0.9, hamming=2)
+    done = store.commit(
+        Commit(
+            record=near,
+            keys=keys(3, 4),
+            token=token,
+            host="127.0.0.2",
+            status="near",
+            duplicate_host="127.0.0.1",
+        )
+    )
+    assert done is not None and done.doc_id == 1
+    assert store.fetch(np.array([1], dtype=np.int64)).roots.tolist() == [0]
+    # buckets that are all empty: a new page
+    c = record("http://127.0.0.3/c", seed=3)
+    ids, _, result = store.lookup_or_insert(keys(5, 6), unique_commit(c, keys(5, 6)))
+    assert len(ids) == 0 and result is not None and result.doc_id == 2
+    assert store.lookup(keys(4, 6))[0].tolist() == [1, 2]
+    assert len(store) == 3
+
+
+def test_lookup_or_insert_invalidates_tokens_like_commit(kind: str, make_store: Factory) -> None:
+    if kind != "redis":
+        pytest.skip("one writer per store: nothing to race")
+    a: Any = make_store()
+    b: Any = make_store()
+    a.open(SIGNATURE)
+    b.open(SIGNATURE)
+    rec_a = record("http://127.0.0.1/a", seed=1)
+    rec_b = record("http://127.0.0.2/b", seed=2)
+    # a looked up (empty buckets) and decides; meanwhile b's page without candidate goes in
+    _, token_a = a.lookup(keys(1, 2))
+    ids, _, result = b.lookup_or_insert(keys(2, 3), unique_commit(rec_b, keys(2, 3)))
+    assert len(ids) == 0 and result is not None and result.doc_id == 0
+    assert a.commit(Commit(record=rec_a, keys=keys(1, 2), token=token_a, host=rec_a.host)) is None
+    # a checks again: b's page is a candidate now, so nothing is inserted
+    ids, token_a, result = a.lookup_or_insert(keys(1, 2), unique_commit(rec_a, keys(1, 2)))
+    assert result is None and ids.tolist() == [0]
+    # another insert into a bucket a looked at (bucket 1, still empty) makes a's token stale again
+    rec_c = record("http://127.0.0.3/c", seed=3)
+    _, _, result = b.lookup_or_insert(keys(1, 9), unique_commit(rec_c, keys(1, 9)))
+    assert result is not None and result.doc_id == 1
+    assert a.commit(Commit(record=rec_a, keys=keys(1, 2), token=token_a, host=rec_a.host)) is None
+    assert len(a) == 2
+
+
+def test_lookup_or_insert_concurrent_inserts_one_original(kind: str, make_store: Factory) -> None:
+    if kind != "redis":
+        pytest.skip("one writer per store: nothing to race")
+    n = 8
+    stores: list[Any] = [make_store() for _ in range(n)]
+    for store in stores:
+        store.open(SIGNATURE)
+    barrier = threading.Barrier(n)
+    answers: list[Any] = [None] * n
+
+    def run(k: int) -> None:
+        rec = record(f"http://127.0.0.{k + 1}/same", seed=k)
+        ks = keys(7, 8, 100 + k)  # two shared buckets, one of its own
+        barrier.wait(10)
+        answers[k] = stores[k].lookup_or_insert(ks, unique_commit(rec, ks))
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(n)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    inserted = [a[2] for a in answers if a[2] is not None]
+    assert len(inserted) == 1 and len(stores[0]) == 1
+    first = inserted[0].doc_id
+    assert all(a[0].tolist() == [first] for a in answers if a[2] is None)
+
+
+def _explained(storage: IndexStorage, pages: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    det = NearDupDetector(storage=storage)
+    out = []
+    for url, text in pages:
+        verdict = det.check(url, text=text)
+        out.append(verdict.explain() | {"doc_id": verdict.doc_id})
+    det.close()
+    return out
+
+
+def test_detector_verdicts_same_with_and_without_lookup_or_insert(
+    kind: str, make_store: Factory, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    long_pages = [(url, text) for url, text, _ in corpus(12, 3, seed=21)]
+    short = ["alpha beta gamma delta", "alpha beta gamma delta", "alpha beta gamma epsilon"]
+    short_pages = [(f"http://127.0.0.4/short/{i}", text) for i, text in enumerate(short)]
+    pages = long_pages[:8] + short_pages + long_pages[8:]
+    with_it = _explained(make_store(), pages)
+    without: Any
+    if kind == "memory":
+        without = MemoryStorage()
+    elif kind == "disk":
+        without = SQLiteStorage(tmp_path / "other.sqlite")
+    else:
+        url, prefix = request.getfixturevalue("redis_url")
+        without = RedisStorage(url, prefix=f"{prefix}-other")  # the fixture deletes prefix* keys
+    without.lookup_or_insert = None  # the detector falls back to lookup/fetch/commit
+    assert _explained(without, pages) == with_it
+    reasons = [v["reason"] for v in with_it]
+    assert reasons[0] == "no candidate in the index"
+    assert reasons[8] == reasons[10] == "fewer than 20 tokens: matched exactly only"
+    assert [v["status"] for v in with_it[8:11]] == ["unique", "exact", "unique"]
+    assert {v["status"] for v in with_it} == {"unique", "exact", "near"}
