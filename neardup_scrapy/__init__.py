@@ -18,7 +18,12 @@ if TYPE_CHECKING:
     from .addon import Addon
     from .config import NeardupConfig, NeardupSettingsError
     from .extension import NeardupExtension
-    from .middlewares import DuplicatePage, NeardupDownloaderMiddleware, NeardupSpiderMiddleware
+    from .middlewares import (
+        DuplicatePage,
+        MirrorHostRequest,
+        NeardupDownloaderMiddleware,
+        NeardupSpiderMiddleware,
+    )
     from .pipelines import DuplicateItem, NeardupPipeline
     from .runtime import NeardupStorageError
 
@@ -26,6 +31,7 @@ __all__ = [
     "Addon",
     "DuplicateItem",
     "DuplicatePage",
+    "MirrorHostRequest",
     "NeardupConfig",
     "NeardupDownloaderMiddleware",
     "NeardupExtension",
@@ -42,6 +48,7 @@ _EXPORTS = {
     "NeardupSettingsError": "config",
     "NeardupExtension": "extension",
     "DuplicatePage": "middlewares",
+    "MirrorHostRequest": "middlewares",
     "NeardupDownloaderMiddleware": "middlewares",
     "NeardupSpiderMiddleware": "middlewares",
     "DuplicateItem": "pipelines",

@@ -273,14 +273,15 @@ def parse_settings(settings: BaseSettings, spider_name: str | None = None) -> Ne
         raise NeardupSettingsError("NEARDUP_FIELD", read.raw("NEARDUP_FIELD"), "an item field name")
     item_fields = tuple(read.get_list("NEARDUP_ITEM_FIELDS"))
 
-    storage = read.get_str("NEARDUP_STORAGE", "memory").strip()
+    jobdir = read.optional_str("JOBDIR", "a directory")
+    # Like Scrapy's request queue and dupefilter, the index persists in JOBDIR unless told otherwise.
+    storage = read.get_str("NEARDUP_STORAGE", "disk" if jobdir is not None else "memory").strip()
     if storage.lower() in STORAGE_KINDS:
         storage = storage.lower()
     elif not re.match(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)+$", storage):
         accepts = "'memory', 'disk', 'redis' or a dotted import path"
         raise NeardupSettingsError("NEARDUP_STORAGE", read.raw("NEARDUP_STORAGE"), accepts)
     disk_path = read.optional_str("NEARDUP_DISK_PATH", "a file path")
-    jobdir = read.optional_str("JOBDIR", "a directory")
     if disk_path is None and jobdir is not None:
         disk_path = f"{jobdir.rstrip('/')}/neardup.sqlite"
     if storage == "disk" and disk_path is None:

@@ -35,7 +35,13 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from typing_extensions import Self
 
-__all__ = ["DuplicatePage", "NeardupDownloaderMiddleware", "NeardupSpiderMiddleware", "stamp_item"]
+__all__ = [
+    "DuplicatePage",
+    "MirrorHostRequest",
+    "NeardupDownloaderMiddleware",
+    "NeardupSpiderMiddleware",
+    "stamp_item",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -167,7 +173,9 @@ class NeardupDownloaderMiddleware:
         return response
 
     def _unexpected(self, response: Response, exc: BaseException) -> None:
-        self.runtime.stats.inc_value("neardup/skipped/error")
+        stats = self.runtime.stats
+        for key in ("neardup/pages", "neardup/skipped", "neardup/skipped/error"):
+            stats.inc_value(key)
         if not self._unexpected_logged:
             self._unexpected_logged = True
             logger.warning("neardup: could not check %s: %r", response.url, exc, exc_info=exc)

@@ -313,7 +313,7 @@ class NeardupRuntime:
         try:
             verdict = self.item_detector.check(url, text=text)
         except StorageError as exc:
-            return self._storage_failed(url, exc)
+            return self._storage_failed(url, exc, "neardup/items/")
         self._store_failing = False
         self._count(verdict, "neardup/items/")
         return verdict
@@ -356,7 +356,7 @@ class NeardupRuntime:
             logger.info("neardup: host %s is a mirror of %s", host, mirror_of)
         self.stats.set_value("neardup/mirror_hosts", len(self._mirror_of))
 
-    def _storage_failed(self, url: str, exc: StorageError) -> Verdict:
+    def _storage_failed(self, url: str, exc: StorageError, prefix: str = "neardup/") -> Verdict:
         self.storage_errors += 1
         self.stats.inc_value("neardup/storage_errors")
         if self.config.on_storage_error == "stop":
@@ -377,7 +377,9 @@ class NeardupRuntime:
         else:
             logger.debug("neardup: store still failing for %s: %s", url, exc)
         self._store_failing = True
-        return Verdict(url=url, host=host_of(url), status="skipped", reason="storage error")
+        verdict = Verdict(url=url, host=host_of(url), status="skipped", reason="storage error")
+        self._count(verdict, prefix)
+        return verdict
 
     # -- actions ---------------------------------------------------------------------------------
     def mirror_of(self, url: str) -> str | None:

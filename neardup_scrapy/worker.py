@@ -28,6 +28,7 @@ import logging
 import os
 import pickle
 import queue
+import signal
 import struct
 import subprocess
 import sys
@@ -449,6 +450,9 @@ def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
 
 def main() -> None:
     """Entry point of ``python -m neardup_scrapy.worker``."""
+    # Ctrl-C in a terminal reaches the whole process group: the crawl shuts down gracefully and
+    # closes this worker itself (end of input), so the worker must not die first.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     logging.basicConfig(level=logging.WARNING, format="neardup worker %(levelname)s: %(message)s")
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # stray prints must not corrupt the frames

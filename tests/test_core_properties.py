@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from neardup_scrapy.core import NearDupDetector
-from neardup_scrapy.core.hashing import mix64, shingle_hashes, token_hashes
+from neardup_scrapy.core.hashing import TokenHasher, mix64, shingle_hashes, token_hashes
 from neardup_scrapy.core.minhash import MinHasher, estimate_jaccard, low16
 from neardup_scrapy.core.params import DetectorParams, choose_bands, lsh_collision_probability
 from neardup_scrapy.core.simhash import block_masks, hamming, hamming_many, simhash64
@@ -59,10 +59,37 @@ def test_sketches_identical_across_processes() -> None:
 def test_known_values_are_pinned() -> None:
     """Hash values never change silently (a persisted index depends on them)."""
     hashes = token_hashes(["near", "duplicate"], seed=1)
-    assert hashes.tolist() == token_hashes(["near", "duplicate"], seed=1).tolist()
-    sig = MinHasher(8, 1).signature(shingle_hashes(hashes, 5))
-    assert sig.dtype == np.uint32 and len(sig) == 8
+    assert hashes.tolist() == [0x5F15C8B8E25B98CB, 0x1F07559BBF11F7DB]
+    # Two tokens make one shingle: every bin but one is filled by densification.
+    assert MinHasher(8, 1).signature(shingle_hashes(hashes, 5)).tolist() == [3577185856] * 8
+    many = MinHasher(8, 1).signature(mix64(np.arange(1, 41, dtype=np.uint64)))
+    assert many.tolist() == [
+        578891237,
+        453444,
+        2238660989,
+        827697384,
+        750086461,
+        1303332042,
+        180486817,
+        692549001,
+    ]
     assert mix64(np.array([0, 1], dtype=np.uint64)).tolist() == [0, 0x5692161D100B05E5]
+    sk = Sketcher(DetectorParams()).sketch(
+        ["pinned", "values", "of", "the", "whole", "sketch", "never", "change", "silently"], "h"
+    )
+    assert sk.digest.hex() == "c189a6904e26d070a9f89c972f8344ac"
+    assert sk.simhash == 0x94FC635716158A1
+    assert sk.signature[:4].tolist() == [646690085, 646690085, 4117274232, 505179992]
+    assert int(sk.band_keys[0]) == 0x10DE8B63A5FD85F
+
+
+@given(st.lists(token_lists, min_size=1, max_size=5), st.integers(min_value=0, max_value=50))
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+def test_memoised_token_hashes_equal_direct_ones(pages: list[list[str]], max_entries: int) -> None:
+    """The memo (also when it overflows and is cleared) never changes a hash."""
+    hasher = TokenHasher(seed=3, max_entries=max_entries)
+    for tokens in pages:
+        assert hasher(tokens).tolist() == token_hashes(tokens, seed=3).tolist()
 
 
 @given(token_lists)
@@ -101,6 +128,37 @@ def test_minhash_estimate_within_bound(pair: tuple[np.ndarray, np.ndarray]) -> N
     est = float(estimate_jaccard(low16(hasher.signature(a)), low16(hasher.signature(b))[None, :])[0])
     bound = 5 * np.sqrt(true_j * (1 - true_j) / 128) + 0.01
     assert abs(est - true_j) <= bound
+
+
+@given(st.integers(min_value=1, max_value=60), st.integers(min_value=0, max_value=2**32 - 1))
+@settings(max_examples=60, deadline=None)
+def test_densified_signatures_of_small_sets(size: int, seed: int) -> None:
+    """Small sets leave bins empty; densification fills them all, the same way for equal sets."""
+    shingles = mix64(np.random.default_rng(seed).integers(0, 2**62, size=size, dtype=np.uint64))
+    hasher = MinHasher(128, 5)
+    sig = hasher.signature(shingles)
+    assert (sig != np.uint32(0xFFFFFFFF)).all()
+    assert len(set(sig.tolist())) <= size  # filled bins copy values of the set's own shingles
+    assert hasher.signature(shingles[::-1]).tolist() == sig.tolist()
+    assert float(estimate_jaccard(low16(sig), low16(sig)[None, :])[0]) == 1.0
+
+
+def test_small_set_estimates_are_unbiased() -> None:
+    """Over many random pairs of 5..100 shingles, densified estimates average the true Jaccard."""
+    rng = np.random.default_rng(11)
+    hasher = MinHasher(128, 2)
+    errors = []
+    for _ in range(400):
+        size = int(rng.integers(5, 100))
+        target = rng.uniform(0.1, 1.0)
+        shared = round(2 * size * target / (1 + target))
+        base = mix64(np.unique(rng.integers(0, 2**62, size=3 * size, dtype=np.uint64))[: 2 * size - shared])
+        a, b = base[:size], np.concatenate([base[:shared], base[size:]])
+        true_j = len(np.intersect1d(a, b)) / len(np.union1d(a, b))
+        est = float(estimate_jaccard(low16(hasher.signature(a)), low16(hasher.signature(b))[None, :])[0])
+        errors.append(est - true_j)
+    assert abs(float(np.mean(errors))) < 0.01
+    assert float(np.sqrt(np.mean(np.square(errors)))) < 0.07
 
 
 def test_minhash_error_is_unbiased_on_average() -> None:

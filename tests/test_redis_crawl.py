@@ -81,6 +81,8 @@ def test_pass_policy_tags_pages_skipped_and_loses_nothing(tmp_path: Path) -> Non
     assert "skipped" in statuses and len(statuses["skipped"]) >= PAGES + 1 - 12
     assert "unique" in statuses, result.log[-3000:]  # pages checked before the kill
     assert result.stat("neardup/storage_errors") == len(statuses["skipped"])
+    assert result.stat("neardup/skipped/storage_error") == len(statuses["skipped"])
+    assert result.stat("neardup/pages") == PAGES + 1  # pages passed unchecked are counted too
     assert "NEARDUP_ON_STORAGE_ERROR" in result.log  # one clear warning, not one per page
 
 

@@ -42,8 +42,7 @@ def site_with_duplicates(groups: int = 15) -> Site:
     return site
 
 
-SETTINGS: dict[str, Any] = {
-    "NEARDUP_STORAGE": "disk",
+SETTINGS: dict[str, Any] = {  # no NEARDUP_STORAGE: with JOBDIR the index persists on disk by default
     "CONCURRENT_REQUESTS": 1,
     "LOG_LEVEL": "INFO",
 }

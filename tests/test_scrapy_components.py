@@ -6,6 +6,9 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
+import signal
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -397,6 +400,7 @@ def test_storage_errors_pass_pages_as_skipped(caplog: pytest.LogCaptureFixture) 
             statuses = [tagged(env, f"http://a.test/{i}", i).meta["neardup"]["status"] for i in range(7)]
         assert statuses == ["unique", "skipped", "skipped", "skipped", "unique", "unique", "unique"]
         assert env.stat("neardup/storage_errors") == 3 and env.runtime.storage_errors == 3
+        assert env.stat("neardup/skipped/storage_error") == 3 and env.stat("neardup/pages") == 7
         warnings = [
             r for r in caplog.records if r.levelno == logging.WARNING and "store failed" in r.getMessage()
         ]
@@ -467,6 +471,29 @@ def test_worker_gives_the_inline_verdicts(use_reactor: bool) -> None:
     failed: list[tuple[bool, Any]] = []
     worker.call("check", ("http://x/", b"", None, 0), lambda ok, res: failed.append((ok, res)))
     assert failed and not failed[0][0] and isinstance(failed[0][1], WorkerError)
+
+
+def test_worker_survives_ctrl_c_of_the_crawl() -> None:
+    """SIGINT (Ctrl-C reaches the whole process group) must not kill the worker before the crawl
+    has shut down gracefully and asked it for the report."""
+    init = {
+        "params": NearDupDetector().params,
+        "storage": "memory",
+        "path": None,
+        "redis_url": None,
+        "prefix": "x",
+        "keep_excerpts": 0,
+    }
+    worker = DetectorWorker(init, use_reactor=False)
+    try:
+        body = page(1).encode()
+        assert worker.call_sync("check", ("http://a.test/1", body, "utf-8", len(body)), 30).status == "unique"
+        os.kill(worker.pid, signal.SIGINT)
+        time.sleep(0.3)
+        assert worker.call_sync("check", ("http://b.test/1", body, "utf-8", len(body)), 30).status == "exact"
+        assert worker.call_sync("report", {"dropped": 0, "storage_errors": 0}, 30)["totals"]["pages"] == 2
+    finally:
+        worker.stop()
 
 
 def test_worker_reports_open_errors() -> None:

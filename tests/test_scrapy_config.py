@@ -134,6 +134,13 @@ def test_disk_defaults_to_jobdir(tmp_path: object) -> None:
     assert explicit.disk_path == "/x/index.db"
 
 
+def test_jobdir_makes_the_index_persistent_unless_told_otherwise() -> None:
+    assert parse_settings(Settings({})).storage == "memory"
+    by_jobdir = parse_settings(Settings({"JOBDIR": "/tmp/job"}))
+    assert (by_jobdir.storage, by_jobdir.disk_path) == ("disk", "/tmp/job/neardup.sqlite")
+    assert parse_settings(Settings({"JOBDIR": "/tmp/job", "NEARDUP_STORAGE": "memory"})).storage == "memory"
+
+
 def test_redis_url_falls_back_to_scrapy_redis_setting() -> None:
     config = parse_settings(Settings({"NEARDUP_STORAGE": "redis", "REDIS_URL": "redis://10.0.0.1:6379/2"}))
     assert config.redis_url == "redis://10.0.0.1:6379/2"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from .hashing import digest128, mix64, seeded_constants, shingle_hashes, string_hash, token_hashes
+from .hashing import TokenHasher, digest128, mix64, seeded_constants, shingle_hashes, string_hash
 from .minhash import MinHasher, low16
 from .params import DetectorParams
 from .simhash import block_masks, simhash64
@@ -56,6 +56,7 @@ class Sketcher:
     def __init__(self, params: DetectorParams) -> None:
         self.params = params
         self._minhasher = MinHasher(params.num_perm, params.seed)
+        self._token_hasher = TokenHasher(params.seed)
         bands, rows = params.lsh_bands, params.lsh_rows
         self._bands, self._rows = bands, rows
         self._band_mult = seeded_constants(params.seed, "band", rows) | np.uint64(1)
@@ -72,7 +73,7 @@ class Sketcher:
     def sketch(self, tokens: list[str], host: str) -> Sketch:
         """Sketch a non-empty token list of a page on ``host``."""
         seed = self.params.seed
-        shingles = shingle_hashes(token_hashes(tokens, seed), self.params.shingle_size)
+        shingles = shingle_hashes(self._token_hasher(tokens), self.params.shingle_size)
         return self.assemble(
             len(tokens),
             digest128(" ".join(tokens), seed),
