@@ -284,6 +284,29 @@ def test_extract_on_scrapy_like_tree_is_read_only() -> None:
     assert serialize(root) == before
 
 
+def test_render_block_boundaries_chrome_and_link_lists() -> None:
+    block = (
+        "<div><h2>Head<b>line</b></h2><p>glued<!-- c -->word and<script>x()</script>more</p>"
+        "<p>kept<span>inline</span>text<br>after break</p>"
+        "<div class='share-buttons'>Share this</div>tail of share"
+        "<ul><li><a href='/1'>Link one</a></li><li><a href='/2'>Link two</a></li></ul>"
+        "<ul><li>Plain item one</li><li>Plain item two</li></ul>"
+        f"<p>{prose(2)}</p></div>"
+    )
+    for root in (parse_html(page(block)), lxml_html.document_fromstring(page(block))):
+        assert root is not None
+        before = serialize(root)
+        div = root.find("body/div")
+        assert div is not None
+        text = T._render(div)
+        assert serialize(root) == before  # read-only
+        expected = "Headline gluedword andmore keptinlinetext after break tail of share Plain item one"
+        assert text.startswith(expected)
+        assert "Share this" not in text
+        assert "Link one" not in text
+        assert "committee" in text
+
+
 # ----------------------------------------------------------------------------------------------
 # normalisation and tokens
 

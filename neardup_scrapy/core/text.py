@@ -15,7 +15,6 @@ Every function here is total: junk input gives an empty result, never an excepti
 from __future__ import annotations
 
 import codecs
-import copy
 import re
 import threading
 import unicodedata
@@ -75,7 +74,18 @@ _CONTAINER_TAG_RE: Final = re.compile(
 )
 
 
-def _parser() -> lxml_html.HTMLParser:
+#: Every element is a plain :class:`lxml.html.HtmlElement`, chosen in C: ``lxml.html``'s own
+#: lookup calls Python for each element proxy (to pick form/input classes), which makes every
+#: walk over the tree markedly slower.
+_LOOKUP: Final = etree.ElementDefaultClassLookup(
+    element=lxml_html.HtmlElement,
+    comment=lxml_html.HtmlComment,
+    pi=lxml_html.HtmlProcessingInstruction,
+    entity=lxml_html.HtmlEntity,
+)
+
+
+def _parser() -> etree.HTMLParser:
     """Return this thread's HTML parser (lxml parsers must not be shared between threads).
 
     The parser is told the input is UTF-8 (we transcode everything else first), which both
@@ -84,9 +94,10 @@ def _parser() -> lxml_html.HTMLParser:
     """
     parser = getattr(_local, "parser", None)
     if parser is None:
-        parser = lxml_html.HTMLParser(encoding="utf-8", huge_tree=True)
+        parser = etree.HTMLParser(encoding="utf-8", huge_tree=True)
+        parser.set_element_class_lookup(_LOOKUP)
         _local.parser = parser
-    return cast(lxml_html.HTMLParser, parser)
+    return cast(etree.HTMLParser, parser)
 
 
 def _codec_name(label: str | bytes | None) -> str | None:
@@ -479,21 +490,6 @@ def _folded_len(el: etree._Element) -> int:
     return int(cast(float, _FOLDED_LEN_XPATH(el)))
 
 
-def _remove(el: etree._Element) -> None:
-    """Remove ``el`` from its (copied) tree, keeping its tail text in place."""
-    parent = el.getparent()
-    if parent is None:
-        return
-    tail = el.tail
-    if tail:
-        prev = el.getprevious()
-        if prev is not None:
-            prev.tail = (prev.tail or "") + " " + tail
-        else:
-            parent.text = (parent.text or "") + " " + tail
-    parent.remove(el)
-
-
 def _is_hidden(el: etree._Element) -> bool:
     """Whether attributes alone hide ``el`` (``hidden``, ``aria-hidden``, inline CSS)."""
     if el.get("hidden") is not None or el.get("aria-hidden") in ("true", "TRUE", "True"):
@@ -541,8 +537,11 @@ def _is_chrome_element(node: etree._Element) -> bool:
     if node.tag in _SOFT_DROP_SET:
         return True
     for key, value in cast("list[tuple[str, str]]", node.items()):
-        if key in ("class", "id"):
-            if _classify_name(value) in (_CHROME, _WEAK_CHROME):
+        if key in {"class", "id"}:
+            kind = _name_cache.get(value)
+            if kind is None:
+                kind = _classify_name(value)
+            if kind in {_CHROME, _WEAK_CHROME}:
                 return True
         elif key == "style":
             style = value.replace(" ", "").lower()
@@ -559,53 +558,198 @@ def _is_chrome_element(node: etree._Element) -> bool:
 
 
 _LIST_SET: Final = frozenset(("ul", "ol", "dl", "table"))
-_LINK_TEXT_XPATH: Final = etree.XPath(".//a//text()", smart_strings=False)
+_HARD_DROP_SET: Final = frozenset(_HARD_DROP_TAGS)
+_SCAN_SET: Final = frozenset(_SCAN_TAGS)
+
+
+class _Span:
+    """A chrome or list element met by :func:`_render`: where its parts start and end, and the
+    running text and link-text lengths at both ends (hard-dropped text excluded)."""
+
+    __slots__ = (
+        "end",
+        "kind",
+        "link1",
+        "link1_end",
+        "link2",
+        "link2_end",
+        "size",
+        "start",
+        "tag",
+        "tail",
+        "tail_link",
+    )
+
+    def __init__(self, kind: int, tag: str, start: int, at: tuple[int, int, int]) -> None:
+        size, link1, link2 = at
+        self.kind = kind  # _CHROME_SPAN, _LIST_SPAN, _LINKED_LIST_SPAN or _NESTED_LIST_SPAN
+        self.tag = tag
+        self.start = start
+        self.end = start
+        self.size = size  # text length before the element, then the element's own
+        self.link1 = link1  # link text (depth >= 1) before the element, then inside it
+        self.link2 = link2  # the same at link depth >= 2 (for lists inside a link)
+        self.link1_end = link1
+        self.link2_end = link2
+        self.tail = False
+        self.tail_link = 0
+
+
+_CHROME_SPAN: Final = 1
+_LIST_SPAN: Final = 2
+_LINKED_LIST_SPAN: Final = 3  # a list inside an <a>: only links nested inside it count
+_NESTED_LIST_SPAN: Final = 4  # judged with its outermost list
 
 
 def _render(el: etree._Element) -> str:
     """Visible text of ``el`` with chrome removed and block boundaries kept as whitespace.
 
-    Works on a deep copy of the subtree (the caller's tree stays untouched) so that lxml's C
-    code can strip elements and serialise the text.  Chrome (soft-dropped tags, hidden
-    elements, chrome roles and class/id words, link lists) is removed only when it holds less
-    than half of the block's text, so a mislabelled wrapper cannot empty the page.  Inline
-    tags are then merged into their blocks, so every remaining text node is a block boundary.
+    One read-only walk over the subtree collects the text pieces (skipping hard-dropped tags,
+    comments and processing instructions, whose tails stay glued to the text before them),
+    with a space at the start and end of every non-inline element, and records the span of
+    every chrome element (soft-dropped tags, hidden elements, chrome roles and class/id words)
+    and every outermost list.  Chrome is then removed only when it holds less than half of
+    the block's text (nav-like tags always), so a mislabelled wrapper cannot empty the page,
+    and a list is removed when what remains of it is short and mostly link text.
     """
-    box = copy.deepcopy(el)
-    box.tail = None
-    etree.strip_elements(box, *_HARD_DROP_TAGS, etree.Comment, etree.ProcessingInstruction, with_tail=False)
-    doomed: list[etree._Element] = []
-    lists: list[etree._Element] = []
-    for node in box.iter(*_SCAN_TAGS):
-        if node is box:
-            continue
-        if _is_chrome_element(node):
-            doomed.append(node)
-        elif node.tag in _LIST_SET:
-            lists.append(node)
-    if doomed or lists:
-        limit = 0.5 * _text_len(box)
-        removed: set[etree._Element] = set()
-        for node in doomed:
-            if removed and any(a in removed for a in node.iterancestors()):
+    parts: list[str] = []
+    append = parts.append
+    total = link1 = link2 = 0  # text length so far; of it, inside >= 1 and >= 2 <a> elements
+    in_link = 0
+    open_lists = 0
+    spans: list[_Span] = []
+    text = el.text
+    if text:
+        append(text)
+        total = len(text)
+    stack: list[tuple[etree._Element, Iterator[etree._Element], str, _Span | None]] = [
+        (el, iter(el), "", None)
+    ]
+    while True:
+        node, children, tag, span = stack[-1]
+        child = next(children, None)
+        if child is None:
+            stack.pop()
+            if not stack:
+                break
+        else:
+            tag = child.tag
+            if tag.__class__ is not str or tag in _HARD_DROP_SET:
+                tail = child.tail  # comments and code vanish, their tails stay glued
+                if tail:
+                    append(tail)
+                    total += len(tail)
+                    if in_link:
+                        link1 += len(tail)
+                        link2 += len(tail) if in_link > 1 else 0
                 continue
-            if node.tag in _SEMANTIC_CHROME or _text_len(node) < limit:
-                removed.add(node)
-                _remove(node)
-        outer = set(lists)
-        for node in lists:
-            ancestors = list(node.iterancestors())
-            if any(a in outer for a in ancestors) or (removed and any(a in removed for a in ancestors)):
-                continue  # nested lists are judged with their outermost list
-            size = _text_len(node)
-            if size and size < limit:
-                links = sum(map(len, cast("list[str]", _LINK_TEXT_XPATH(node))))
-                if links > 0.6 * size:
-                    removed.add(node)
-                    _remove(node)
-    etree.strip_tags(box, *_INLINE_TAGS)
-    # itertext() yields .text/.tail, which merge the text nodes that strip_tags left adjacent
-    return " ".join(" ".join(cast("Iterator[str]", box.itertext())).split())
+            span = None
+            if tag in _SCAN_SET:
+                if _is_chrome_element(child):
+                    span = _Span(_CHROME_SPAN, tag, len(parts), (total, link1, link2))
+                    spans.append(span)
+                elif tag in _LIST_SET:
+                    kind = _NESTED_LIST_SPAN if open_lists else _LINKED_LIST_SPAN if in_link else _LIST_SPAN
+                    span = _Span(kind, tag, len(parts), (total, link1, link2))
+                    spans.append(span)
+                    open_lists += 1
+            if tag == "a":
+                in_link += 1
+            elif tag not in _INLINE_TAGS:
+                append(" ")
+            text = child.text
+            if text:
+                append(text)
+                total += len(text)
+                if in_link:
+                    link1 += len(text)
+                    link2 += len(text) if in_link > 1 else 0
+            if len(child):
+                stack.append((child, iter(child), tag, span))
+                continue
+            node = child  # a leaf: it ends at once
+        # ``node`` ends here
+        if tag == "a":
+            in_link -= 1
+        elif tag not in _INLINE_TAGS:
+            append(" ")
+        tail = node.tail
+        if span is not None:
+            span.end = len(parts)
+            span.size = total - span.size
+            span.link1_end = link1
+            span.link2_end = link2
+            if span.kind != _CHROME_SPAN:
+                open_lists -= 1
+            if tail:
+                span.tail = True
+                span.tail_link = in_link
+        if tail:
+            append(tail)
+            total += len(tail)
+            if in_link:
+                link1 += len(tail)
+                link2 += len(tail) if in_link > 1 else 0
+    if spans:
+        doomed = _doomed_spans(spans, 0.5 * total)
+        if doomed:
+            kept: list[str] = []
+            pos = 0
+            for span in doomed:
+                if span.start < pos:
+                    continue  # inside a removed element
+                kept.extend(parts[pos : span.start])
+                if span.tail:
+                    kept.append(" ")
+                pos = span.end
+            kept.extend(parts[pos:])
+            parts = kept
+    return " ".join("".join(parts).split())
+
+
+def _doomed_spans(spans: list[_Span], limit: float) -> list[_Span]:
+    """The chrome and link-list spans :func:`_render` removes, sorted by start.
+
+    Chrome goes first, in document order, unless an ancestor went already: nav-like tags
+    always, others when their text is under ``limit``.  Then each outermost list outside
+    removed chrome goes when its remaining text is under ``limit`` and over 60% link text.
+    """
+    removed: list[_Span] = []
+    last_end = -1
+    for span in spans:
+        if (
+            span.kind == _CHROME_SPAN
+            and span.start >= last_end
+            and (span.tag in _SEMANTIC_CHROME or span.size < limit)
+        ):
+            removed.append(span)
+            last_end = span.end
+    doomed = list(removed)
+    first = 0  # first removed span that does not end before the current list
+    for span in spans:
+        if span.kind in {_CHROME_SPAN, _NESTED_LIST_SPAN}:
+            continue
+        while first < len(removed) and removed[first].end <= span.start:
+            first += 1
+        if first < len(removed) and removed[first].start < span.start:
+            continue  # inside removed chrome
+        depth = 1 if span.kind == _LIST_SPAN else 2
+        size = span.size
+        links = span.link1_end - span.link1 if depth == 1 else span.link2_end - span.link2
+        for gone in removed[first:]:
+            if gone.start >= span.end:
+                break
+            # removing an element takes its text and leaves a space before its tail
+            size -= gone.size
+            links -= gone.link1_end - gone.link1 if depth == 1 else gone.link2_end - gone.link2
+            if gone.tail:
+                size += 1
+                links += gone.tail_link >= depth
+        if size and size < limit and links > 0.6 * size:
+            doomed.append(span)
+    if len(doomed) > len(removed):
+        doomed.sort(key=lambda span: span.start)
+    return doomed
 
 
 def _find_body(root: etree._Element) -> etree._Element:
