@@ -16,7 +16,7 @@ Small pages leave bins empty (``k e^{-n/k}`` of them in expectation). Optimal de
 (Shrivastava, ICML 2017) fills an empty bin ``i`` with the value of the first non-empty bin in a
 seeded probe sequence ``p_i(1), p_i(2), ...`` shared by all pages; as the sequence is the same
 for both pages, a filled position again agrees with probability ``J``. Cost: ``O(n + k)`` per
-page instead of ``O(n k)``, about 9x faster at typical page sizes.
+page instead of ``O(n k)``: 2.5x faster over pages of 200 to 2,000 shingles.
 
 Stored signatures keep only the low 16 bits of each value (b-bit MinHash, Li and Koenig 2010):
 two unequal values collide there with probability ``2**-16``, so with ``f`` the share of equal
@@ -50,21 +50,23 @@ class MinHasher:
         self._probe_seed = int(seeded_constants(seed, "minhash-probe", 1)[0])
         self._probes = self._probe_bins(np.arange(num_perm, dtype=np.uint64), 0, _PROBES)
 
+    def _bin(self, hashes: U64) -> npt.NDArray[np.intp]:
+        """Bin of each hash from its top 32 bits: ``floor(hi32 * num_perm / 2**32)``."""
+        return ((hashes >> _S32) * np.uint64(self.num_perm) >> _S32).astype(np.intp)
+
     def _probe_bins(self, bins: U64, first: int, count: int) -> npt.NDArray[np.intp]:
         """Probe steps ``first .. first + count - 1`` of the sequences of ``bins``, shape (len, count)."""
         steps = np.arange(first, first + count, dtype=np.uint64)
         keys = (bins[:, None] << _S32) ^ steps[None, :] ^ np.uint64(self._probe_seed)
-        return ((mix64(keys) >> _S32) * np.uint64(self.num_perm) >> _S32).astype(np.intp)
+        return self._bin(mix64(keys))
 
     def signature(self, shingles: U64) -> U32:
         """MinHash signature (uint32 per bin) of a shingle-hash array; all bins empty for no shingles."""
-        k = self.num_perm
-        best = np.full(k, _EMPTY, dtype=np.uint32)
+        best = np.full(self.num_perm, _EMPTY, dtype=np.uint32)
         if len(shingles) == 0:
             return best
         mixed = mix64(shingles ^ self._salt)
-        bins = ((mixed >> _S32) * np.uint64(k) >> _S32).astype(np.intp)
-        np.minimum.at(best, bins, (mixed & _LOW32).astype(np.uint32))
+        np.minimum.at(best, self._bin(mixed), (mixed & _LOW32).astype(np.uint32))
         empty = best == _EMPTY
         if empty.any():
             self._densify(best, empty)
