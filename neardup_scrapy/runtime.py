@@ -248,7 +248,7 @@ class NeardupRuntime:
         root = tree()
         if root is None:
             return self.check(url, html=body, encoding=encoding, nbytes=len(body))
-        return self.check(url, tree=root, nbytes=len(body))
+        return self.check(url, html=body, tree=root, encoding=encoding, nbytes=len(body))
 
     def check(
         self,

@@ -85,8 +85,14 @@ def _run_on_pty(args: list[str], stdout_on_tty: bool) -> tuple[int, bytes, bytes
 
 @pytest.mark.skipif(sys.platform != "linux", reason="pseudo-terminals as on Linux")
 def test_progress_and_summary_on_a_terminal(tmp_path: Path) -> None:
-    records, _expected = make_crawl(distinct=200)
-    path = write_jsonl(tmp_path / "pages.jsonl", records * 3)
+    records, _expected = make_crawl(distinct=400)
+    # byte-distinct copies, so the scan parses every page (and lasts long enough to draw)
+    copies = [
+        {**rec, "html": f"{rec['html']}<!-- copy {k} -->"} if "html" in rec else rec
+        for k in range(3)
+        for rec in records
+    ]
+    path = write_jsonl(tmp_path / "pages.jsonl", copies)
     code, terminal, _ = _run_on_pty(["scan", str(path), "-o", str(tmp_path / "o.jsonl")], stdout_on_tty=False)
     assert code == 0
     assert b"\r[" in terminal and b"ETA" in terminal and b"\x1b[K" in terminal  # the progress line

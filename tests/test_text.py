@@ -109,7 +109,8 @@ def test_nasty_inputs_never_raise(name: str, data: bytes | str) -> None:
     assert isinstance(text, str)
     if root is not None:
         before = serialize(root)
-        assert T._extract(root, 500_000) == extract_main_text(root)  # no swallowed exception
+        raw = T._extract(root, 500_000)  # raises if extract_main_text swallowed an exception
+        assert " ".join(raw.split()) == extract_main_text(root)
         assert serialize(root) == before
 
 
@@ -298,7 +299,7 @@ def test_render_block_boundaries_chrome_and_link_lists() -> None:
         before = serialize(root)
         div = root.find("body/div")
         assert div is not None
-        text = T._render(div)
+        text = " ".join(T._render(div).split())
         assert serialize(root) == before  # read-only
         expected = "Headline gluedword andmore keptinlinetext after break tail of share Plain item one"
         assert text.startswith(expected)
@@ -381,9 +382,10 @@ def test_never_raises_and_never_modifies_root(doc: str, encoding: str | None) ->
             assert html_to_text(data, encoding) == ""
             continue
         before = serialize(root)
-        text = T._extract(root, 1000)  # the internal function: no exception may be hidden
+        raw = T._extract(root, 1000)  # the internal function: no exception may be hidden
+        text = extract_main_text(root, 1000)
         assert len(text) <= 1000
-        assert extract_main_text(root, 1000) == text
+        assert " ".join(raw.split()) == text
         assert serialize(root) == before
 
 

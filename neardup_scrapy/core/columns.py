@@ -47,6 +47,8 @@ class Column:
 
     def take(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[Any]:
         """Rows ``rows`` as one array (in the given order)."""
+        if len(self._chunks) == 1:
+            return self._chunks[0][rows]
         out = np.empty((len(rows), *self._shape[1:]), dtype=self._dtype)
         chunk_of, offset = np.divmod(rows, CHUNK_ROWS)
         for chunk in np.unique(chunk_of).tolist():

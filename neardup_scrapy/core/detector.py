@@ -36,6 +36,7 @@ import numpy as np
 from .hosts import host_of, mirror_target
 from .minhash import estimate_jaccard
 from .params import DetectorParams, describe_banding
+from .repeats import RepeatCache
 from .report_data import build_report
 from .simhash import hamming_many
 from .sketch import Sketch, Sketcher
@@ -49,7 +50,7 @@ from .storage.base import (
     StorageError,
 )
 from .storage.memory import MemoryStorage
-from .text import char_tokens, extract_main_text, html_to_text, normalize_text, tokenize
+from .text import extract_main_text, html_to_text
 from .verdict import Status, Verdict
 
 logger = logging.getLogger(__name__)
@@ -102,22 +103,39 @@ class NearDupDetector:
         *,
         storage: IndexStorage | str | None = None,
         keep_excerpts: int = 2000,
+        repeat_cache: int = 2048,
         **params: Any,
     ) -> None:
-        self._init(DetectorParams(threshold=threshold, algorithm=algorithm, **params), storage, keep_excerpts)
+        self._init(
+            DetectorParams(threshold=threshold, algorithm=algorithm, **params),
+            storage,
+            keep_excerpts,
+            repeat_cache,
+        )
 
     @classmethod
     def from_params(
-        cls, params: DetectorParams, storage: IndexStorage | str | None = None, keep_excerpts: int = 2000
+        cls,
+        params: DetectorParams,
+        storage: IndexStorage | str | None = None,
+        keep_excerpts: int = 2000,
+        repeat_cache: int = 2048,
     ) -> NearDupDetector:
         """Build a detector from an existing :class:`DetectorParams`."""
         detector = cls.__new__(cls)
-        detector._init(params, storage, keep_excerpts)
+        detector._init(params, storage, keep_excerpts, repeat_cache)
         return detector
 
-    def _init(self, params: DetectorParams, storage: IndexStorage | str | None, keep_excerpts: int) -> None:
+    def _init(
+        self,
+        params: DetectorParams,
+        storage: IndexStorage | str | None,
+        keep_excerpts: int,
+        repeat_cache: int,
+    ) -> None:
         self.params = params
         self._sketcher = Sketcher(params)
+        self._repeats = RepeatCache(repeat_cache, params.seed)
         if storage is None or storage == "memory":
             self.storage: IndexStorage = MemoryStorage(ttl=params.ttl)
         elif isinstance(storage, str):
@@ -149,9 +167,10 @@ class NearDupDetector:
     ) -> Verdict:
         """Decide whether a page duplicates one seen before, and index it.
 
-        Exactly one of ``html``, ``tree`` (an lxml root, e.g. Scrapy's ``response.selector.root``;
-        never modified) or ``text`` (plain text) is used, in that order of preference for
-        ``text`` > ``tree`` > ``html``. Bad input never raises: it gives a ``skipped`` verdict.
+        The text comes from ``text`` (plain text), else ``tree`` (an lxml root, e.g. Scrapy's
+        ``response.selector.root``; never modified), else ``html``. A body (``html``, also when
+        given with ``tree``) seen recently byte for byte is not parsed again: its sketch is
+        reused (see :mod:`.repeats`). Bad input never raises: it gives a ``skipped`` verdict.
 
         Args:
             url: the page's url (its host drives per-host stats and mirrors).
@@ -167,23 +186,35 @@ class NearDupDetector:
         host = host_of(url)
         if nbytes is None:
             nbytes = len(html) if html is not None else len(text or "")
+        repeat_key = None
+        if text is None and html is not None and self._repeats.max_entries:
+            repeat_key = self._repeats.key(html, encoding, host if self.params.scope == "host" else "")
+            repeat = self._repeats.get(repeat_key)
+            if repeat is not None:
+                excerpt, cached = repeat
+                if cached is None:
+                    return self._skip(url, host, "no text")
+                return self._check_sketch(url, host, cached, excerpt, nbytes)
         try:
             if text is not None:
                 raw = text[: self.params.max_text_chars]
             elif tree is not None:
-                raw = extract_main_text(tree, self.params.max_text_chars)
+                raw = extract_main_text(tree, self.params.max_text_chars, fold=False)
             elif html is not None:
-                raw = html_to_text(html, encoding, self.params.max_text_chars)
+                raw = html_to_text(html, encoding, self.params.max_text_chars, fold=False)
             else:
                 return self._skip(url, host, "no content")
-            normalized = normalize_text(raw, self.params.mask_digits)
-            tokens = tokenize(normalized) if self.params.shingle_kind == "word" else char_tokens(normalized)
+            token_hashes = self._sketcher.token_hashes(raw)
         except (ValueError, TypeError, UnicodeError, MemoryError, RecursionError) as exc:
             logger.debug("neardup: cannot read %s: %r", url, exc)
             return self._skip(url, host, f"unreadable ({type(exc).__name__})")
-        if not tokens:
+        if not len(token_hashes):
+            if repeat_key is not None:
+                self._repeats.put(repeat_key, "", None)
             return self._skip(url, host, "no text")
-        sketch = self._sketcher.sketch(tokens, host)
+        sketch = self._sketcher.sketch(token_hashes, host)
+        if repeat_key is not None:
+            self._repeats.put(repeat_key, raw, sketch)
         return self._check_sketch(url, host, sketch, raw, nbytes)
 
     def skip(self, url: str, reason: str) -> Verdict:
@@ -241,12 +272,11 @@ class NearDupDetector:
 
     def _lookup_keys(self, sketch: Sketch) -> np.ndarray[Any, np.dtype[np.uint64]]:
         algorithm = self.params.algorithm
-        parts = [sketch.exact_key]
-        if algorithm in ("minhash", "both"):
-            parts.append(sketch.band_keys)
-        if algorithm in ("simhash", "both"):
-            parts.append(sketch.simhash_keys)
-        return np.concatenate(parts)
+        if algorithm == "both":
+            return sketch.keys
+        if algorithm == "minhash":
+            return sketch.keys[: 1 + len(sketch.band_keys)]
+        return np.concatenate([sketch.exact_key, sketch.simhash_keys])
 
     def _check_sketch(self, url: str, host: str, sketch: Sketch, raw: str, nbytes: int) -> Verdict:
         keys = self._lookup_keys(sketch)
@@ -334,9 +364,8 @@ class NearDupDetector:
             self._mirrors[host] = target[0]
         else:
             self._mirrors.pop(host, None)
-        cached = " ".join(raw[: _CACHED_CHARS * 2].split())[:_CACHED_CHARS]
         if match.status == "near" and len(self._examples) < _MAX_EXAMPLES and match.root in self._excerpts:
-            left, right = _around_first_difference(self._excerpts[match.root], cached)
+            left, right = _around_first_difference(_excerpt(self._excerpts[match.root]), _excerpt(raw))
             self._examples.append(
                 {
                     "status": "near",
@@ -347,7 +376,7 @@ class NearDupDetector:
                 }
             )
         if self._keep_excerpts and match.status == "unique":
-            self._excerpts[result.doc_id] = cached
+            self._excerpts[result.doc_id] = raw[:_CACHED_CHARS]  # folded when shown
             while len(self._excerpts) > self._keep_excerpts:
                 self._excerpts.popitem(last=False)
         return Verdict(
@@ -366,18 +395,6 @@ class NearDupDetector:
             doc_id=result.doc_id,
         )
 
-    def _passes(
-        self, similarity: np.ndarray[Any, Any], distance: np.ndarray[Any, Any]
-    ) -> np.ndarray[Any, Any]:
-        algorithm = self.params.algorithm
-        by_minhash = similarity >= self.params.threshold
-        by_simhash = distance <= self.params.simhash_distance
-        if algorithm == "minhash":
-            return by_minhash
-        if algorithm == "simhash":
-            return by_simhash
-        return by_minhash | by_simhash
-
     def _no_candidate(self, exact_only: bool) -> _Match:
         """The decision for a page with no candidate at all."""
         return _Match(
@@ -388,53 +405,51 @@ class NearDupDetector:
         return f"fewer than {self.params.min_tokens} tokens: matched exactly only"
 
     def _decide(self, sketch: Sketch, batch: DocBatch | None, exact_only: bool) -> _Match:
-        short = self._exact_only_reason() if exact_only else ""
         if batch is None or not len(batch):
             return self._no_candidate(exact_only)
-        alive = np.ones(len(batch), dtype=bool)
         if self.params.ttl is not None:
-            alive = batch.added >= time.time() - self.params.ttl
+            alive = (batch.added >= time.time() - self.params.ttl).tolist()
+        else:
+            alive = [True] * len(batch)
         similarity = estimate_jaccard(sketch.stored, batch.signatures)
         distance = hamming_many(sketch.simhash, batch.simhashes)
+        sims, dists = similarity.tolist(), distance.tolist()
+        roots, ids = batch.roots.tolist(), batch.ids.tolist()
+        known = _Rows(batch, sims, dists)
 
         exact_rows = [i for i, d in enumerate(batch.digests) if d == sketch.digest and alive[i]]
         if exact_rows:
-            row = min(exact_rows, key=lambda i: (int(batch.roots[i]), int(batch.ids[i])))
-            root = int(batch.roots[row])
-            rep, rep_row = self._row_of(batch, root)
+            row = min(exact_rows, key=lambda i: (roots[i], ids[i]))
+            rep = known.find(self, sketch, roots[row])
             return _Match(
                 "exact",
-                root=root,
-                root_url=rep.urls[rep_row],
-                root_host=rep.hosts[rep_row],
-                similarity=float(estimate_jaccard(sketch.stored, rep.signatures[rep_row])[0]),
-                hamming=int(hamming_many(sketch.simhash, rep.simhashes[rep_row : rep_row + 1])[0]),
+                root=roots[row],
+                root_url=rep.url,
+                root_host=rep.host,
+                similarity=rep.similarity,
+                hamming=rep.hamming,
                 matched_url=batch.urls[row],
                 reason="identical main text",
             )
         if exact_only:
-            return _Match("unique", reason=short)
+            return _Match("unique", reason=self._exact_only_reason())
 
-        passing = np.flatnonzero(self._passes(similarity, distance) & alive).tolist()
-        if not len(passing):
+        passing = [i for i in range(len(batch)) if alive[i] and self._passes_one(sims[i], dists[i])]
+        if not passing:
             return _Match("unique", reason=f"{len(batch)} candidate(s), none similar enough")
-        roots = sorted({int(batch.roots[i]) for i in passing})
-        missing = np.array([r for r in roots if r not in set(batch.ids.tolist())], dtype=np.int64)
-        root_batch = self.storage.fetch(missing) if len(missing) else None
+        candidate_roots = sorted({roots[i] for i in passing})
+        known.prefetch(self, sketch, candidate_roots)
 
         member_bar = (1.0 + self.params.threshold) / 2.0
         floor = self.params.threshold - 0.2
         accepted: list[tuple[float, int, int, int, bool]] = []  # (similarity, -root, root, best_row, direct)
-        for root in roots:
-            src, src_row = self._row_of(batch, root, root_batch)
-            root_sim = float(estimate_jaccard(sketch.stored, src.signatures[src_row])[0])
-            root_dist = int(hamming_many(sketch.simhash, src.simhashes[src_row : src_row + 1])[0])
-            direct = bool(self._passes(np.array([root_sim]), np.array([root_dist]))[0])
-            rows = [i for i in passing if int(batch.roots[i]) == root]
-            best_row = max(rows, key=lambda i: (similarity[i], -int(batch.ids[i])))
-            via_member = similarity[best_row] >= member_bar and root_sim >= floor
+        for root in candidate_roots:
+            rep = known.find(self, sketch, root)
+            direct = self._passes_one(rep.similarity, rep.hamming)
+            best_row = max((i for i in passing if roots[i] == root), key=lambda i: (sims[i], -ids[i]))
+            via_member = sims[best_row] >= member_bar and rep.similarity >= floor
             if direct or via_member:
-                accepted.append((root_sim, -root, root, best_row, direct))
+                accepted.append((rep.similarity, -root, root, best_row, direct))
         if not accepted:
             return _Match(
                 "unique", reason="similar only to members of clusters it does not fit (chaining guard)"
@@ -444,33 +459,72 @@ class NearDupDetector:
         direct_roots = sorted({root for *_, root, _, direct in accepted if direct} | {best_root})
         final_root = direct_roots[0]
         unions = [(r, final_root) for r in direct_roots[1:]]
-        final, final_row = self._row_of(batch, final_root, root_batch)
-        final_sim = float(estimate_jaccard(sketch.stored, final.signatures[final_row])[0])
-        final_dist = int(hamming_many(sketch.simhash, final.simhashes[final_row : final_row + 1])[0])
-        reason = f"J~{similarity[best_row]:.2f}, H={int(distance[best_row])} with {batch.urls[best_row]}" + (
+        final = known.find(self, sketch, final_root)
+        reason = f"J~{sims[best_row]:.2f}, H={dists[best_row]} with {batch.urls[best_row]}" + (
             f"; merged {len(unions)} cluster(s)" if unions else ""
         )
         return _Match(
             "near",
             root=final_root,
-            root_url=final.urls[final_row],
-            root_host=final.hosts[final_row],
-            similarity=final_sim,
-            hamming=final_dist,
+            root_url=final.url,
+            root_host=final.host,
+            similarity=final.similarity,
+            hamming=final.hamming,
             matched_url=batch.urls[best_row],
             unions=unions,
             reason=reason,
         )
 
-    def _row_of(self, batch: DocBatch, doc_id: int, extra: DocBatch | None = None) -> tuple[DocBatch, int]:
-        """Find ``doc_id`` in ``batch`` or ``extra``, fetching it when in neither."""
-        for source in (batch, extra):
-            if source is not None and len(source):
-                hits = np.flatnonzero(source.ids == doc_id)
-                if len(hits):
-                    return source, int(hits[0])
-        fetched = self.storage.fetch(np.array([doc_id], dtype=np.int64))
-        return fetched, 0
+    def _passes_one(self, similarity: float, distance: int) -> bool:
+        algorithm = self.params.algorithm
+        if algorithm == "minhash":
+            return similarity >= self.params.threshold
+        if algorithm == "simhash":
+            return distance <= self.params.simhash_distance
+        return similarity >= self.params.threshold or distance <= self.params.simhash_distance
+
+
+@dataclass
+class _Doc:
+    """A page the decision compares with: where it is, and how close the new page is to it."""
+
+    url: str
+    host: str
+    similarity: float
+    hamming: int
+
+
+class _Rows:
+    """Pages of a candidate batch by id, plus cluster representatives fetched on demand."""
+
+    def __init__(self, batch: DocBatch, sims: list[float], dists: list[int]) -> None:
+        self._docs = {
+            doc_id: _Doc(batch.urls[i], batch.hosts[i], sims[i], dists[i])
+            for i, doc_id in enumerate(batch.ids.tolist())
+        }
+
+    def prefetch(self, detector: NearDupDetector, sketch: Sketch, doc_ids: list[int]) -> None:
+        """Fetch, in one call, the pages of ``doc_ids`` not in the batch."""
+        missing = [d for d in doc_ids if d not in self._docs]
+        if missing:
+            self._add(detector.storage.fetch(np.array(missing, dtype=np.int64)), sketch)
+
+    def find(self, detector: NearDupDetector, sketch: Sketch, doc_id: int) -> _Doc:
+        """Page ``doc_id``, fetched if needed."""
+        if doc_id not in self._docs:
+            self.prefetch(detector, sketch, [doc_id])
+        return self._docs[doc_id]
+
+    def _add(self, batch: DocBatch, sketch: Sketch) -> None:
+        sims = estimate_jaccard(sketch.stored, batch.signatures).tolist()
+        dists = hamming_many(sketch.simhash, batch.simhashes).tolist()
+        for i, doc_id in enumerate(batch.ids.tolist()):
+            self._docs[doc_id] = _Doc(batch.urls[i], batch.hosts[i], sims[i], dists[i])
+
+
+def _excerpt(text: str) -> str:
+    """The first ``_CACHED_CHARS`` characters of ``text`` with whitespace folded."""
+    return " ".join(text[:_CACHED_CHARS].split())
 
 
 def _around_first_difference(a: str, b: str) -> tuple[str, str]:

@@ -102,9 +102,11 @@ def seeded_constants(seed: int, label: str, count: int) -> U64:
     return np.array([digest(f"{label}:{i}".encode(), seed) for i in range(count)], dtype=np.uint64)
 
 
-def digest128(text: str, seed: int) -> bytes:
-    """128-bit xxh3 digest of a normalised text (the exact-duplicate key)."""
-    return xxhash.xxh3_128_digest(text.encode("utf-8", "surrogatepass"), seed)
+def digest128(data: bytes | str, seed: int) -> bytes:
+    """128-bit xxh3 digest of bytes (text is hashed as UTF-8)."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    return xxhash.xxh3_128_digest(data, seed)
 
 
 def string_hash(text: str, seed: int) -> int:

@@ -3,11 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 
 def host_of(url: str) -> str:
-    """Lower-cased host of ``url`` (with a non-default port), or ``""`` when it has none."""
+    """Lower-cased host of ``url`` (with a non-default port), or ``""`` when it has none.
+
+    Memoised by origin (``scheme://authority``), as a crawl has few hosts and many urls.
+    """
+    scheme, separator, rest = url.partition("://")
+    if separator and scheme.isalnum():
+        end = len(rest)
+        for delimiter in "/?#":
+            position = rest.find(delimiter, 0, end)
+            if position >= 0:
+                end = position
+        return _host_of_origin(f"{scheme}://{rest[:end]}")
+    return _host_of_origin(url)
+
+
+@lru_cache(maxsize=4096)
+def _host_of_origin(url: str) -> str:
     try:
         parts = urlsplit(url)
         host = (parts.hostname or "").lower()

@@ -36,9 +36,9 @@ U16 = npt.NDArray[np.uint16]
 
 _EMPTY = np.uint32(0xFFFFFFFF)
 _PROBES = 256  # precomputed probe steps per bin; longer sequences are hashed on demand
+_FIRST_PROBES = 16
 _B_BIT_COLLISION = 2.0**-16
 _S32 = np.uint64(32)
-_LOW32 = np.uint64(0xFFFFFFFF)
 
 
 class MinHasher:
@@ -46,12 +46,19 @@ class MinHasher:
 
     def __init__(self, num_perm: int, seed: int) -> None:
         self.num_perm = num_perm
+        power = num_perm.bit_length() - 1
+        self._shift = np.uint64(64 - power) if num_perm == 1 << power and power >= 1 else None
         self._salt = seeded_constants(seed, "minhash-oph", 1)[0]
         self._probe_seed = int(seeded_constants(seed, "minhash-probe", 1)[0])
         self._probes = self._probe_bins(np.arange(num_perm, dtype=np.uint64), 0, _PROBES)
 
     def _bin(self, hashes: U64) -> npt.NDArray[np.intp]:
-        """Bin of each hash from its top 32 bits: ``floor(hi32 * num_perm / 2**32)``."""
+        """Bin of each hash from its top 32 bits: ``floor(hi32 * num_perm / 2**32)``.
+
+        For a power of two ``num_perm = 2**b`` that is the top ``b`` bits, one shift.
+        """
+        if self._shift is not None:
+            return (hashes >> self._shift).astype(np.intp)
         return ((hashes >> _S32) * np.uint64(self.num_perm) >> _S32).astype(np.intp)
 
     def _probe_bins(self, bins: U64, first: int, count: int) -> npt.NDArray[np.intp]:
@@ -66,7 +73,7 @@ class MinHasher:
         if len(shingles) == 0:
             return best
         mixed = mix64(shingles ^ self._salt)
-        np.minimum.at(best, self._bin(mixed), (mixed & _LOW32).astype(np.uint32))
+        np.minimum.at(best, self._bin(mixed), mixed.astype(np.uint32))  # low 32 bits
         empty = best == _EMPTY
         if empty.any():
             self._densify(best, empty)
@@ -76,7 +83,8 @@ class MinHasher:
         """Fill each empty bin from the first non-empty bin of its probe sequence (in place)."""
         source = values.copy()
         todo = np.flatnonzero(empty)
-        probes = self._probes[todo]
+        # Most probe sequences end within a few steps: look at the first few for all bins first.
+        probes = self._probes[todo, :_FIRST_PROBES]
         first = 0
         while len(todo):
             hit = ~empty[probes]
@@ -86,7 +94,10 @@ class MinHasher:
             values[todo[rows]] = source[probes[rows, step[rows]]]
             todo = todo[~found]
             first += probes.shape[1]
-            probes = self._probe_bins(todo.astype(np.uint64), first, _PROBES)
+            if first < _PROBES:
+                probes = self._probes[todo, first:]
+            else:
+                probes = self._probe_bins(todo.astype(np.uint64), first, _PROBES)
 
 
 def low16(signature: U32) -> U16:
@@ -102,11 +113,10 @@ def estimate_jaccard(query: U16, candidates: npt.NDArray[np.uint16]) -> npt.NDAr
         candidates: shape ``(n, num_perm)``.
 
     Returns:
-        Shape ``(n,)``, clipped to ``[0, 1]``.
+        Shape ``(n,)``, within ``[0, 1]``.
     """
     if candidates.ndim == 1:
         candidates = candidates[None, :]
-    share = (candidates == query[None, :]).mean(axis=1)
-    estimate = (share - _B_BIT_COLLISION) / (1.0 - _B_BIT_COLLISION)
-    clipped: npt.NDArray[np.float64] = np.clip(estimate, 0.0, 1.0)
-    return clipped
+    share = np.count_nonzero(candidates == query, axis=1) / candidates.shape[1]
+    estimate: npt.NDArray[np.float64] = np.maximum((share - _B_BIT_COLLISION) / (1.0 - _B_BIT_COLLISION), 0.0)
+    return estimate

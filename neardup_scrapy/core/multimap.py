@@ -1,7 +1,8 @@
 """A compact multimap from 32-bit bucket keys to 32-bit page ids, with no Python object per entry.
 
-Layout: a leveled log-structured merge of sorted runs. New entries go to a small unsorted
-buffer; a full buffer is sorted into level 0, and a level that outgrows ``RATIO`` times the
+Layout: a leveled log-structured merge of sorted runs. New entries go to a small buffer (a
+dict of at most ``BUFFER`` entries, so the newest pages are found by hashing rather than by a
+scan); a full buffer is sorted into level 0, and a level that outgrows ``RATIO`` times the
 one before it is merged into the next. A lookup is therefore one search per level, and every
 entry is rewritten about ``RATIO / 2`` times per level over its life, all inside numpy.
 
@@ -106,6 +107,9 @@ class _Level:
         """Ids under any of ``keys`` in this level."""
         if self.keys is not None:
             lo = np.searchsorted(self.keys, keys, side="left")
+            present = self.keys[np.minimum(lo, len(self.keys) - 1)] == keys
+            if not present.any():
+                return _EMPTY_IDS
             hi = np.searchsorted(self.keys, keys, side="right")
             return _gather(self.ids, lo, hi - lo)
         assert self.offsets is not None and self.low is not None
@@ -139,8 +143,7 @@ class KeyMultimap:
     """Multimap ``uint32 key -> int32 id`` in sorted numpy runs plus a small buffer."""
 
     def __init__(self) -> None:
-        self._buf_keys = np.empty(BUFFER, dtype=np.uint32)
-        self._buf_ids = np.empty(BUFFER, dtype=np.int32)
+        self._buffer: dict[int, list[int]] = {}
         self._buffered = 0
         self._levels: list[_Level] = []
 
@@ -149,8 +152,8 @@ class KeyMultimap:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the arrays (buffer included)."""
-        return self._buf_keys.nbytes + self._buf_ids.nbytes + sum(level.nbytes for level in self._levels)
+        """Bytes held by the sorted runs, plus 8 per buffered entry as the arrays would take."""
+        return 8 * self._buffered + sum(level.nbytes for level in self._levels)
 
     def add(self, keys: U32, doc_id: int) -> None:
         """Add ``doc_id`` under every key of ``keys``."""
@@ -162,8 +165,13 @@ class KeyMultimap:
             return
         if self._buffered + n > BUFFER:
             self._flush()
-        self._buf_keys[self._buffered : self._buffered + n] = keys
-        self._buf_ids[self._buffered : self._buffered + n] = doc_id
+        buffer = self._buffer
+        for key in keys.tolist():
+            ids = buffer.get(key)
+            if ids is None:
+                buffer[key] = [doc_id]
+            else:
+                ids.append(doc_id)
         self._buffered += n
 
     def lookup(self, keys: U32) -> I32:
@@ -172,14 +180,9 @@ class KeyMultimap:
             return _EMPTY_IDS
         found: list[I32] = []
         if self._buffered:
-            # Membership of each buffered key in the (few) query keys, by binary search.
-            wanted = np.sort(keys)
-            buffered = self._buf_keys[: self._buffered]
-            pos = np.searchsorted(wanted, buffered)
-            pos[pos == len(wanted)] = 0
-            hit = wanted[pos] == buffered
-            if hit.any():
-                found.append(self._buf_ids[: self._buffered][hit])
+            hits = [ids for ids in map(self._buffer.get, keys.tolist()) if ids is not None]
+            if hits:
+                found.append(np.array([i for ids in hits for i in ids], dtype=np.int32))
         for level in self._levels:
             if len(level):
                 ids = level.lookup(keys)
@@ -192,9 +195,15 @@ class KeyMultimap:
     def _flush(self) -> None:
         if not self._buffered:
             return
-        keys = self._buf_keys[: self._buffered]
+        keys = np.fromiter(self._buffer, dtype=np.uint32, count=len(self._buffer))
+        counts = np.fromiter(map(len, self._buffer.values()), dtype=np.int64, count=len(self._buffer))
+        ids = np.fromiter(
+            (i for ids in self._buffer.values() for i in ids), dtype=np.int32, count=self._buffered
+        )
+        keys = np.repeat(keys, counts)
         order = np.argsort(keys, kind="stable")
-        self._push(keys[order], self._buf_ids[: self._buffered][order])
+        self._push(keys[order], ids[order])
+        self._buffer = {}
         self._buffered = 0
 
     def _push(self, keys: U32, ids: I32) -> None:

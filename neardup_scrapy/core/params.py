@@ -10,7 +10,7 @@ SCOPES = ("global", "host")
 SHINGLE_KINDS = ("word", "char")
 
 #: Bumped whenever hashing, shingling or key layout changes, so an old store refuses to open.
-HASH_SCHEME = "xxh3-64/seed;minhash-oph-densified/v2;simhash-xxh3;keys-u64/v1"
+HASH_SCHEME = "xxh3-64/seed;minhash-oph-densified/v2;simhash-xxh3;keys-u64/v2;exact-xxh3-128-of-token-hashes"
 FORMAT_VERSION = 1
 
 

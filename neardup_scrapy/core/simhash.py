@@ -24,7 +24,9 @@ import numpy.typing as npt
 
 U64 = npt.NDArray[np.uint64]
 
-_BITS = np.uint64(1) << np.arange(64, dtype=np.uint64)
+_UNPACK_MAX = 2048
+_BITWISE_COUNT = getattr(np, "bitwise_count", None)  # numpy >= 2.0
+_POSITION_OFFSETS = np.arange(0, 2048, 256, dtype=np.intp)
 # _BYTE_BITS[v, j] = bit j of byte value v.
 _BYTE_BITS = ((np.arange(256)[:, None] >> np.arange(8)[None, :]) & 1).astype(np.int64)
 
@@ -32,20 +34,28 @@ _BYTE_BITS = ((np.arange(256)[:, None] >> np.arange(8)[None, :]) & 1).astype(np.
 def simhash64(shingles: U64) -> int:
     """SimHash fingerprint of a shingle-hash array (0 for an empty array).
 
-    Bit votes are counted a byte at a time: one ``bincount`` per byte position gives how many
-    shingles have each of the 256 byte values there, and a 256x8 bit table turns that into
-    per-bit counts, which avoids an ``n x 64`` intermediate.
+    Bit votes: up to ``_UNPACK_MAX`` shingles, ``unpackbits`` spreads the 64 bits of each
+    shingle into an ``n x 64`` matrix summed by column; above it, one ``bincount`` of the
+    byte values at each of the 8 byte positions and a 256x8 bit table give the per-bit counts
+    without the ``n x 64`` intermediate.
     """
     n = len(shingles)
     if n == 0:
         return 0
-    as_bytes = np.ascontiguousarray(shingles, dtype="<u8").view(np.uint8).reshape(n, 8)
-    ones = np.empty(64, dtype=np.int64)
-    for position in range(8):
-        counts = np.bincount(as_bytes[:, position], minlength=256)
-        ones[position * 8 : position * 8 + 8] = counts @ _BYTE_BITS
+    as_bytes = np.ascontiguousarray(shingles, dtype="<u8").view(np.uint8)
+    if n <= _UNPACK_MAX:
+        # (a float32 matrix product would be faster but wakes BLAS threads, which spin on the
+        # cores the crawl needs)
+        ones = np.add.reduce(
+            np.unpackbits(as_bytes, bitorder="little").reshape(n, 64), axis=0, dtype=np.int32
+        )
+    else:
+        # bincount of (position * 256 + byte value), then bits of each byte value
+        slots = (as_bytes.reshape(n, 8).astype(np.intp) + _POSITION_OFFSETS).ravel()
+        counts = np.bincount(slots, minlength=2048).reshape(8, 256)
+        ones = (counts @ _BYTE_BITS).ravel()
     positive = ones * 2 > n
-    return int(_BITS[positive].sum(dtype=np.uint64)) if positive.any() else 0
+    return int(np.packbits(positive, bitorder="little").view("<u8")[0])
 
 
 def hamming(a: int, b: int) -> int:
@@ -56,6 +66,9 @@ def hamming(a: int, b: int) -> int:
 def hamming_many(query: int, fingerprints: U64) -> npt.NDArray[np.int64]:
     """Hamming distance of ``query`` to each fingerprint."""
     diff = np.bitwise_xor(fingerprints, np.uint64(query))
+    if _BITWISE_COUNT is not None:
+        counted: npt.NDArray[np.int64] = _BITWISE_COUNT(diff).astype(np.int64)
+        return counted
     counts: npt.NDArray[np.int64] = np.unpackbits(diff.view(np.uint8).reshape(-1, 8), axis=1).sum(
         axis=1, dtype=np.int64
     )

@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from neardup_scrapy.core.columns import Column, StringColumn
-from neardup_scrapy.core.hashing import mix64
 from neardup_scrapy.core.multimap import KeyMultimap
 
 from .base import (
@@ -30,7 +29,8 @@ from .base import (
 
 
 def _key32(keys: U64Array) -> np.ndarray[Any, np.dtype[np.uint32]]:
-    return (mix64(keys) >> np.uint64(32)).astype(np.uint32)
+    """The multimap key of a bucket key: its low 32 bits, which the sketcher already mixed."""
+    return keys.astype(np.uint32)
 
 
 class MemoryStorage:
@@ -79,6 +79,8 @@ class MemoryStorage:
     def lookup(self, keys: U64Array) -> tuple[I64Array, object]:
         """Ids in the buckets of ``keys``; the token is unused (a single writer never conflicts)."""
         ids = self._buckets.lookup(_key32(keys))
+        if len(ids) < 2:
+            return ids.astype(np.int64), None
         return np.unique(ids).astype(np.int64), None
 
     def lookup_or_insert(
