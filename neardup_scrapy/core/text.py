@@ -429,6 +429,7 @@ _CONTENT_WORDS: Final = frozenset(("main", "post", "entry", "story", "body", "te
 _CONTENT_PARTS_RE: Final = re.compile("article|content|story|entry|maintext|mainbody|posttext|postbody")
 _CAMEL_RE: Final = re.compile(r"([a-z])([A-Z])")
 _WORD_SPLIT_RE: Final = re.compile(r"[^a-z]+")
+_DIGIT_RUN_RE: Final = re.compile(r"[0-9]+")
 _name_cache: dict[str, int] = {}
 _CHROME: Final = 1
 _CONTENT: Final = 2
@@ -442,8 +443,13 @@ _WEAK_CHROME_RE: Final = re.compile("widget")
 def _classify_name(name: str) -> int:
     """Classify a class/id string: ``_CHROME``, ``_CONTENT``, ``_WEAK_CHROME`` or 0 (cached)."""
     hit = _name_cache.get(name)
+    if hit is not None:
+        return hit
+    # Digits only separate words, so "post-123" and "post-456" (unique ids) share a class.
+    shape = _DIGIT_RUN_RE.sub("0", name)
+    hit = _name_cache.get(shape)
     if hit is None:
-        words = [w for w in _WORD_SPLIT_RE.split(_CAMEL_RE.sub(r"\1 \2", name).lower()) if w]
+        words = [w for w in _WORD_SPLIT_RE.split(_CAMEL_RE.sub(r"\1 \2", shape).lower()) if w]
         if any(w in _CHROME_WORDS or _CHROME_PARTS_RE.search(w) for w in words):
             hit = _CHROME
         elif any(w in _CONTENT_WORDS or _CONTENT_PARTS_RE.search(w) for w in words):
@@ -452,9 +458,9 @@ def _classify_name(name: str) -> int:
             hit = _WEAK_CHROME
         else:
             hit = 0
-        if len(_name_cache) > 50_000:
-            _name_cache.clear()
-        _name_cache[name] = hit
+    if len(_name_cache) > 50_000:
+        _name_cache.clear()
+    _name_cache[shape] = _name_cache[name] = hit
     return hit
 
 
@@ -571,6 +577,8 @@ def _chrome_attributes(items: list[tuple[str, str]]) -> bool:
     pages of a site repeat the same attribute sets."""
     if not items:
         return False
+    if len(items) == 1 and (items[0][0] == "class" or items[0][0] == "id"):
+        return _classify_name(items[0][1]) in {_CHROME, _WEAK_CHROME}  # the common case
     key = tuple(items)
     hit = _attributes_cache.get(key)
     if hit is None:
