@@ -49,6 +49,9 @@ class Column:
         """Rows ``rows`` as one array (in the given order)."""
         if len(self._chunks) == 1:
             return self._chunks[0][rows]
+        if len(rows) <= 4:  # the usual candidate count: index the chunks directly
+            picked = [self._chunks[row // CHUNK_ROWS][row % CHUNK_ROWS] for row in rows.tolist()]
+            return np.array(picked, dtype=self._dtype).reshape((len(rows), *self._shape[1:]))
         out = np.empty((len(rows), *self._shape[1:]), dtype=self._dtype)
         chunk_of, offset = np.divmod(rows, CHUNK_ROWS)
         for chunk in np.unique(chunk_of).tolist():

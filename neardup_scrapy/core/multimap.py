@@ -38,6 +38,7 @@ RATIO = 8
 BUFFER = 2048
 DIRECTORY_MIN = 1 << 18
 _EMPTY_IDS = np.empty(0, dtype=np.int32)
+_STEPS = np.arange(256, dtype=np.uint32)
 #: Merges above this many entries hand their freed buffers back to the OS (glibc only).
 TRIM_AFTER = 1 << 19
 
@@ -114,15 +115,16 @@ class _Level:
             return _gather(self.ids, lo, hi - lo)
         assert self.offsets is not None and self.low is not None
         buckets = keys >> np.uint32(self.shift)
-        start = self.offsets[buckets].astype(np.int64)
-        width = self.offsets[buckets + 1].astype(np.int64) - start
+        start = self.offsets[buckets]
+        width = self.offsets[buckets + 1] - start
         widest = int(width.max()) if len(width) else 0
         if widest == 0:
             return _EMPTY_IDS
-        index = start[:, None] + np.arange(widest, dtype=np.int64)[None, :]
-        inside = np.arange(widest)[None, :] < width[:, None]
+        steps = _STEPS[:widest] if widest <= len(_STEPS) else np.arange(widest, dtype=np.uint32)
+        index = start[:, None] + steps[None, :]  # window of each key's directory bucket
+        inside = steps[None, :] < width[:, None]
         index = np.where(inside, index, 0)
-        low = (keys & np.uint32(0xFFFF)).astype(np.uint16)
+        low = keys.astype(np.uint16)  # the low 16 bits
         hit = inside & (self.low[index] == low[:, None])
         found: I32 = self.ids[index[hit]]
         return found

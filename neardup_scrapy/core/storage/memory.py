@@ -99,16 +99,16 @@ class MemoryStorage:
     def fetch(self, ids: I64Array) -> DocBatch:
         """Records of ``ids`` with their cluster roots."""
         assert self._signatures is not None, "open() first"
-        hosts = self._host_of.take(ids)
+        rows = ids.tolist()
         return DocBatch(
             ids=ids,
             signatures=self._signatures.take(ids),
             simhashes=self._simhashes.take(ids),
             digests=[bytes(row) for row in self._digests.take(ids)],
-            roots=np.array([self._find(int(i)) for i in ids], dtype=np.int64),
+            roots=np.array([self._find(i) for i in rows], dtype=np.int64),
             added=self._added.take(ids).astype(np.float64),
-            urls=[self._urls[int(i)] for i in ids],
-            hosts=[self._host_names[int(h)] for h in hosts],
+            urls=[self._urls[i] for i in rows],
+            hosts=[self._host_names[h] for h in self._host_of.take(ids).tolist()],
         )
 
     def commit(self, commit: Commit) -> CommitResult:
