@@ -167,7 +167,7 @@ def parse_html(html: bytes | str, encoding: str | None = None) -> lxml_html.Html
             data = _to_utf8(bytes(html), encoding)
         else:
             return None
-        if not data.strip():
+        if not data or data.isspace():  # (stops at the first non-space byte; strip() would copy)
             return None
         parser = _parser()
         root = etree.fromstring(data, parser)
@@ -813,7 +813,7 @@ def _doomed_spans(spans: list[_Span], limit: float) -> list[_Span]:
 def _find_body(root: etree._Element) -> etree._Element:
     if root.tag == "body":
         return root
-    body = root.find("body")
+    body = next(root.iterchildren("body"), None)  # C-level; root.find goes through ElementPath
     if body is None:
         body = next(root.iter("body"), None)
     return root if body is None else body

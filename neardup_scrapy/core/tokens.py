@@ -48,6 +48,10 @@ def _normalize_piece(piece: str, mask_digits: bool) -> str:
     return " ".join(tokenize(normalize_text(piece, mask_digits)))
 
 
+#: Normalised tokens of non-ASCII pieces, by ``mask_digits``.
+_PIECE_MEMOS: dict[bool, dict[bytes, list[bytes]]] = {}
+
+
 class WordHasher:
     """Seeded xxh3-64 hashes of a text's normalised word tokens.
 
@@ -57,7 +61,7 @@ class WordHasher:
        ASCII digits and turns every other ASCII character into a space; ``bytes.split`` cuts
        the pieces.
     2. Each piece holding non-ASCII bytes is replaced by its normalised tokens (none, one or
-       several; memoised, as words repeat).
+       several; memoised per process, as words repeat).
     3. Every token is hashed by a C-level ``map``. (Hashing all tokens as numpy arrays, with
        XXH3's short-input formulas, was measured no faster at a thousand tokens per page.)
 
@@ -71,7 +75,8 @@ class WordHasher:
         self._seed = seed
         self._mask_digits = mask_digits
         self._table = _ascii_table(mask_digits)
-        self._pieces: dict[bytes, list[bytes]] = {}
+        # A pure function of the piece, so hashers of one process share it (seed-independent).
+        self._pieces = _PIECE_MEMOS.setdefault(mask_digits, {})
         self._max_entries = max_entries
 
     def __call__(self, text: str) -> U64:

@@ -113,8 +113,11 @@ class MemoryStorage:
 
     def commit(self, commit: Commit) -> CommitResult:
         """Apply ``commit`` (never conflicts in one process)."""
-        counts = self._host_counts.setdefault(commit.host, HostCounts())
-        pairs = self._pairs_by_host.setdefault(commit.host, {})
+        counts = self._host_counts.get(commit.host)
+        if counts is None:
+            counts = self._host_counts[commit.host] = HostCounts()
+            self._pairs_by_host[commit.host] = {}
+        pairs = self._pairs_by_host[commit.host]
         if commit.status == "skipped" or commit.record is None:
             counts.skipped += 1
             return CommitResult(doc_id=-1, host_pages=counts.pages, host_pairs=pairs)
