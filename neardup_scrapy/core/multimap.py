@@ -104,8 +104,12 @@ class _Level:
         buckets = np.repeat(np.arange(len(self.offsets) - 1, dtype=np.uint32), np.diff(self.offsets))
         return (buckets << np.uint32(self.shift)) | self.low.astype(np.uint32)
 
-    def lookup(self, keys: U32) -> I32:
-        """Ids under any of ``keys`` in this level."""
+    def __post_init__(self) -> None:
+        self._shift = np.uint32(self.shift)
+        self._ends = self.offsets[1:] if self.offsets is not None else None  # bucket b ends at _ends[b]
+
+    def lookup(self, keys: U32, low: U16 | None = None) -> I32:
+        """Ids under any of ``keys`` in this level (``low``: the keys' low 16 bits, if at hand)."""
         if self.keys is not None:
             lo = np.searchsorted(self.keys, keys, side="left")
             present = self.keys[np.minimum(lo, len(self.keys) - 1)] == keys
@@ -114,9 +118,10 @@ class _Level:
             hi = np.searchsorted(self.keys, keys, side="right")
             return _gather(self.ids, lo, hi - lo)
         assert self.offsets is not None and self.low is not None
-        buckets = keys >> np.uint32(self.shift)
+        assert self._ends is not None
+        buckets = keys >> self._shift
         start = self.offsets[buckets]
-        width = self.offsets[buckets + 1] - start
+        width = self._ends[buckets] - start
         widest = int(width.max()) if len(width) else 0
         if widest == 0:
             return _EMPTY_IDS
@@ -124,7 +129,8 @@ class _Level:
         index = start[:, None] + steps[None, :]  # window of each key's directory bucket
         inside = steps[None, :] < width[:, None]
         index = np.where(inside, index, 0)
-        low = keys.astype(np.uint16)  # the low 16 bits
+        if low is None:
+            low = keys.astype(np.uint16)  # the low 16 bits
         hit = inside & (self.low[index] == low[:, None])
         found: I32 = self.ids[index[hit]]
         return found
@@ -185,9 +191,12 @@ class KeyMultimap:
             hits = [ids for ids in map(self._buffer.get, keys.tolist()) if ids is not None]
             if hits:
                 found.append(np.array([i for ids in hits for i in ids], dtype=np.int32))
+        low: U16 | None = None  # the keys' low 16 bits, for the directory levels
         for level in self._levels:
             if len(level):
-                ids = level.lookup(keys)
+                if level.keys is None and low is None:
+                    low = keys.astype(np.uint16)
+                ids = level.lookup(keys, low)
                 if len(ids):
                     found.append(ids)
         if not found:
