@@ -282,9 +282,8 @@ class DetectorWorker:
         """Write what the pipe takes now; watch it for more while some is left."""
         try:
             while self._outbuf:
-                with memoryview(self._outbuf) as view:
-                    written = os.write(self._in_fd, view)
-                del self._outbuf[:written]  # a bytearray drops its head without copying the rest
+                written = os.write(self._in_fd, self._outbuf)
+                del self._outbuf[:written]
         except BlockingIOError:
             pass
         except OSError as exc:

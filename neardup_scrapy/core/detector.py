@@ -415,12 +415,12 @@ class NearDupDetector:
         distance = hamming_many(sketch.simhash, batch.simhashes)
         sims, dists = similarity.tolist(), distance.tolist()
         roots, ids = batch.roots.tolist(), batch.ids.tolist()
-        known = _Rows(batch, sims, dists)
+        known = _Rows(self.storage, sketch, batch, sims, dists)
 
         exact_rows = [i for i, d in enumerate(batch.digests) if d == sketch.digest and alive[i]]
         if exact_rows:
             row = min(exact_rows, key=lambda i: (roots[i], ids[i]))
-            rep = known.find(self, sketch, roots[row])
+            rep = known.find(roots[row])
             return _Match(
                 "exact",
                 root=roots[row],
@@ -438,13 +438,13 @@ class NearDupDetector:
         if not passing:
             return _Match("unique", reason=f"{len(batch)} candidate(s), none similar enough")
         candidate_roots = sorted({roots[i] for i in passing})
-        known.prefetch(self, sketch, candidate_roots)
+        known.prefetch(candidate_roots)
 
         member_bar = (1.0 + self.params.threshold) / 2.0
         floor = self.params.threshold - 0.2
         accepted: list[tuple[float, int, int, int, bool]] = []  # (similarity, -root, root, best_row, direct)
         for root in candidate_roots:
-            rep = known.find(self, sketch, root)
+            rep = known.find(root)
             direct = self._passes_one(rep.similarity, rep.hamming)
             best_row = max((i for i in passing if roots[i] == root), key=lambda i: (sims[i], -ids[i]))
             via_member = sims[best_row] >= member_bar and rep.similarity >= floor
@@ -459,7 +459,7 @@ class NearDupDetector:
         direct_roots = sorted({root for *_, root, _, direct in accepted if direct} | {best_root})
         final_root = direct_roots[0]
         unions = [(r, final_root) for r in direct_roots[1:]]
-        final = known.find(self, sketch, final_root)
+        final = known.find(final_root)
         reason = f"J~{sims[best_row]:.2f}, H={dists[best_row]} with {batch.urls[best_row]}" + (
             f"; merged {len(unions)} cluster(s)" if unions else ""
         )
@@ -495,29 +495,33 @@ class _Doc:
 
 
 class _Rows:
-    """Pages of a candidate batch by id, plus cluster representatives fetched on demand."""
+    """The pages a decision compares with, by id: the candidate batch, plus cluster
+    representatives fetched from the store on demand."""
 
-    def __init__(self, batch: DocBatch, sims: list[float], dists: list[int]) -> None:
-        self._docs = {
-            doc_id: _Doc(batch.urls[i], batch.hosts[i], sims[i], dists[i])
-            for i, doc_id in enumerate(batch.ids.tolist())
-        }
+    def __init__(
+        self, storage: IndexStorage, sketch: Sketch, batch: DocBatch, sims: list[float], dists: list[int]
+    ) -> None:
+        self._storage = storage
+        self._sketch = sketch
+        self._docs: dict[int, _Doc] = {}
+        self._add(batch, sims, dists)
 
-    def prefetch(self, detector: NearDupDetector, sketch: Sketch, doc_ids: list[int]) -> None:
-        """Fetch, in one call, the pages of ``doc_ids`` not in the batch."""
+    def prefetch(self, doc_ids: list[int]) -> None:
+        """Fetch, in one call, the pages of ``doc_ids`` not at hand."""
         missing = [d for d in doc_ids if d not in self._docs]
         if missing:
-            self._add(detector.storage.fetch(np.array(missing, dtype=np.int64)), sketch)
+            batch = self._storage.fetch(np.array(missing, dtype=np.int64))
+            sims = estimate_jaccard(self._sketch.stored, batch.signatures).tolist()
+            dists = hamming_many(self._sketch.simhash, batch.simhashes).tolist()
+            self._add(batch, sims, dists)
 
-    def find(self, detector: NearDupDetector, sketch: Sketch, doc_id: int) -> _Doc:
+    def find(self, doc_id: int) -> _Doc:
         """Page ``doc_id``, fetched if needed."""
         if doc_id not in self._docs:
-            self.prefetch(detector, sketch, [doc_id])
+            self.prefetch([doc_id])
         return self._docs[doc_id]
 
-    def _add(self, batch: DocBatch, sketch: Sketch) -> None:
-        sims = estimate_jaccard(sketch.stored, batch.signatures).tolist()
-        dists = hamming_many(sketch.simhash, batch.simhashes).tolist()
+    def _add(self, batch: DocBatch, sims: list[float], dists: list[int]) -> None:
         for i, doc_id in enumerate(batch.ids.tolist()):
             self._docs[doc_id] = _Doc(batch.urls[i], batch.hosts[i], sims[i], dists[i])
 

@@ -108,8 +108,9 @@ class _Level:
         self._shift = np.uint32(self.shift)
         self._ends = self.offsets[1:] if self.offsets is not None else None  # bucket b ends at _ends[b]
 
-    def lookup(self, keys: U32, low: U16 | None = None) -> I32:
-        """Ids under any of ``keys`` in this level (``low``: the keys' low 16 bits, if at hand)."""
+    def lookup(self, keys: U32, low: U16 | None) -> I32:
+        """Ids under any of ``keys`` in this level (``low``: the keys' low 16 bits, which the
+        directory levels need)."""
         if self.keys is not None:
             lo = np.searchsorted(self.keys, keys, side="left")
             present = self.keys[np.minimum(lo, len(self.keys) - 1)] == keys
@@ -118,7 +119,7 @@ class _Level:
             hi = np.searchsorted(self.keys, keys, side="right")
             return _gather(self.ids, lo, hi - lo)
         assert self.offsets is not None and self.low is not None
-        assert self._ends is not None
+        assert self._ends is not None and low is not None
         buckets = keys >> self._shift
         start = self.offsets[buckets]
         width = self._ends[buckets] - start
@@ -129,8 +130,6 @@ class _Level:
         index = start[:, None] + steps[None, :]  # window of each key's directory bucket
         inside = steps[None, :] < width[:, None]
         index = np.where(inside, index, 0)
-        if low is None:
-            low = keys.astype(np.uint16)  # the low 16 bits
         hit = inside & (self.low[index] == low[:, None])
         found: I32 = self.ids[index[hit]]
         return found

@@ -540,20 +540,12 @@ _SCAN_TAGS: Final = (
 )
 
 
-def _is_chrome_element(node: etree._Element) -> bool:
-    """Whether a soft-drop tag, a hidden attribute, a chrome role or class/id marks ``node``."""
-    if node.tag in _SOFT_DROP_SET:
-        return True
-    return _is_chrome_items(cast("list[tuple[str, str]]", node.items()))
-
-
 def _is_chrome_items(items: list[tuple[str, str]]) -> bool:
+    """Whether an element's attributes mark it as chrome: a hidden attribute or style, a chrome
+    role, or a class/id that names chrome (soft-dropped tags are chrome by their tag alone)."""
     for key, value in items:
         if key in {"class", "id"}:
-            kind = _name_cache.get(value)
-            if kind is None:
-                kind = _classify_name(value)
-            if kind in {_CHROME, _WEAK_CHROME}:
+            if _classify_name(value) in {_CHROME, _WEAK_CHROME}:
                 return True
         elif key == "style":
             style = value.replace(" ", "").lower()
@@ -573,12 +565,12 @@ _attributes_cache: dict[tuple[tuple[str, str], ...], bool] = {}
 
 
 def _chrome_attributes(items: list[tuple[str, str]]) -> bool:
-    """Whether an element's attributes mark it as chrome (:func:`_is_chrome_element`), memoised:
-    pages of a site repeat the same attribute sets."""
-    if not items:
-        return False
-    if len(items) == 1 and (items[0][0] == "class" or items[0][0] == "id"):
-        return _classify_name(items[0][1]) in {_CHROME, _WEAK_CHROME}  # the common case
+    """:func:`_is_chrome_items`, memoised by attribute set (pages of a site repeat them).
+
+    A single attribute is judged directly: class/id names have their own cache.
+    """
+    if len(items) < 2:
+        return bool(items) and _is_chrome_items(items)
     key = tuple(items)
     hit = _attributes_cache.get(key)
     if hit is None:
