@@ -215,6 +215,7 @@ STORIES = [
 UPDATE = {
     "slug": "sea-wall-storm-update",
     "of": "sea-wall-storm",
+    "headline": "Sea wall: commissioners agree repair funding",
     "last": "Update: the harbour commissioners have agreed to borrow against the harbour dues to pay "
     "for the repair, and contractors are expected on site within three weeks.",
 }
@@ -293,8 +294,11 @@ def esc(text: str) -> str:
     return html.escape(text, quote=True)
 
 
-def gazette_page(title: str, main: str, sid: str = "") -> str:
-    """A Gazette page: heavy header, navigation, sidebar and footer around ``main``."""
+def gazette_page(title: str, main: str, sid: str = "", related: str = "") -> str:
+    """A Gazette page: heavy header, navigation, sidebar and footer around ``main``.
+
+    ``related`` is HTML put at the top of the sidebar (chrome, so not part of the story's text).
+    """
     nav = "\n".join(
         f'      <li><a href="/section/{esc(s.lower().replace(" ", "-").replace(chr(39), ""))}.html">{esc(s)}</a></li>'
         for s in SECTIONS
@@ -330,7 +334,7 @@ def gazette_page(title: str, main: str, sid: str = "") -> str:
 {main}
     </main>
     <aside>
-      <h2>Most read</h2>
+{related}      <h2>Most read</h2>
       <ol>
 {most_read}
       </ol>
@@ -437,16 +441,22 @@ def build() -> list[Path]:
     front = f"""      <h1>Latest stories</h1>
       <ul class="latest">
 {listing}
-        <li><a href="/news/{UPDATE["slug"]}.html">Sea wall: commissioners agree repair funding</a></li>
       </ul>"""
     write("gazette/index.html", gazette_page("Home", front))
     for number, story in enumerate(STORIES):
         paragraphs = list(story["paragraphs"])  # type: ignore[call-overload]
         # Every story page's sidebar carries a session id: /news/x.html?sid=... is the same page.
         sid = f"{(number * 7919 + 104729) % 65536:04x}a1" if number % 3 == 0 else ""
+        # The update is linked from the story it updates only, so a crawl always meets the
+        # original first and tags the update as its near duplicate.
+        related = (
+            f'      <p class="update">Update: <a href="/news/{UPDATE["slug"]}.html">{esc(UPDATE["headline"])}</a></p>\n'
+            if story["slug"] == UPDATE["of"]
+            else ""
+        )
         write(
             f"gazette/news/{story['slug']}.html",
-            gazette_page(str(story["title"]), article_html(story, paragraphs), sid),
+            gazette_page(str(story["title"]), article_html(story, paragraphs), sid, related),
         )
         write(f"gazette/print/{story['slug']}.html", print_page(story))
     for section in SECTIONS:
