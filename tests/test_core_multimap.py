@@ -1,4 +1,4 @@
-"""The compact bucket multimap behaves like a dict of lists, across buffer, runs and directories."""
+"""The bucket multimap behaves like a dict of lists (48-bit keys), across buffer, runs and directories."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 
 import neardup_scrapy.core.multimap as mm
 
-keys32 = st.integers(min_value=0, max_value=2**32 - 1)
+keys64 = st.integers(min_value=0, max_value=2**64 - 1)
+# Keys that agree in their low 32 bits (the directory tag) or differ only above bit 48.
+EDGE_KEYS = [0, 1, 2**48 - 1, 2**64 - 1, 0xABCD_0000_0001, 0x1234_0000_0001, 2**48 + 5, 5]
 
 
 @pytest.fixture
@@ -24,7 +26,7 @@ def small_levels(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @given(
     st.lists(
-        st.lists(keys32 | st.sampled_from([0, 1, 2**32 - 1, 0xABCD0000, 0xABCD0001]), max_size=20),
+        st.lists(keys64 | st.sampled_from(EDGE_KEYS), max_size=20),
         max_size=120,
     )
 )
@@ -32,33 +34,65 @@ def small_levels(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_multimap_matches_reference(small_levels: None, docs: list[list[int]]) -> None:
     index = mm.KeyMultimap()
     reference: dict[int, list[int]] = defaultdict(list)
+    mask = 2**mm.KEY_BITS - 1  # only the low 48 bits count
     for doc_id, keys in enumerate(docs):
-        index.add(np.array(keys, dtype=np.uint32), doc_id)
+        index.add(np.array(keys, dtype=np.uint64), doc_id)
         for k in keys:
-            reference[k].append(doc_id)
-    probe = sorted(set(reference) | {3, 2**31})
+            reference[k & mask].append(doc_id)
+    probe = sorted(set(reference) | {3, 2**31, 2**40 + 3})
     for k in probe:
-        got = sorted(index.lookup(np.array([k], dtype=np.uint32)).tolist())
+        got = sorted(index.lookup(np.array([k], dtype=np.uint64)).tolist())
         assert got == sorted(reference.get(k, [])), k
-    together = sorted(index.lookup(np.array(probe, dtype=np.uint32)).tolist())
+        high = k | (0xFFFF << 48)
+        assert sorted(index.lookup(np.array([high], dtype=np.uint64)).tolist()) == got
+    together = sorted(index.lookup(np.array(probe, dtype=np.uint64)).tolist())
     assert together == sorted(i for k in probe for i in reference.get(k, []))
     assert len(index) == sum(len(v) for v in reference.values())
 
 
-def test_directory_levels_store_six_bytes_per_entry(small_levels: None) -> None:
+def test_directory_levels_store_32_bit_tags(small_levels: None) -> None:
     index = mm.KeyMultimap()
     rng = np.random.default_rng(1)
     for doc_id in range(2000):
-        index.add(rng.integers(0, 2**32, size=8, dtype=np.uint32), doc_id)
+        index.add(rng.integers(0, 2**64, size=8, dtype=np.uint64), doc_id)
     directory_levels = [lv for lv in index._levels if lv.offsets is not None and len(lv)]
     assert directory_levels
     for level in directory_levels:
-        assert level.keys is None and level.low is not None and level.low.dtype == np.uint16
+        assert level.keys is None and level.tags is not None and level.tags.dtype == np.uint32
+
+
+def test_a_full_size_directory_level_costs_at_most_ten_bytes_per_entry() -> None:
+    rng = np.random.default_rng(2)
+    n = mm.DIRECTORY_MIN + 12345
+    keys = np.sort(rng.integers(0, 2**48, size=n, dtype=np.uint64))
+    level = mm._Level(np.arange(n, dtype=np.int32), keys)
+    assert level.offsets is not None and level.tags is not None
+    assert 8 < level.nbytes / n <= 10
+    assert np.array_equal(level.full_keys(), keys)
+    probe = keys[::1000]
+    found = level.lookup(probe, probe.astype(np.uint32)[:, None])
+    assert np.array_equal(np.sort(found), np.arange(0, n, 1000))
+
+
+def test_merges_keep_every_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs merged into directory levels of different depths still find every key."""
+    monkeypatch.setattr(mm, "BUFFER", 64)
+    monkeypatch.setattr(mm, "RATIO", 4)
+    monkeypatch.setattr(mm, "DIRECTORY_MIN", 256)
+    index = mm.KeyMultimap()
+    rng = np.random.default_rng(7)
+    keys = rng.integers(0, 2**64, size=(3000, 4), dtype=np.uint64)
+    keys[1::7] = keys[::7][: len(keys[1::7])]  # some pages share all their keys with another
+    for doc_id, row in enumerate(keys):
+        index.add(row, doc_id)
+    assert sum(lv.offsets is not None for lv in index._levels) >= 2
+    for doc_id in range(0, 3000, 37):
+        assert doc_id in index.lookup(keys[doc_id]).tolist()
 
 
 def test_empty_lookup_and_empty_store() -> None:
     index = mm.KeyMultimap()
-    assert index.lookup(np.empty(0, dtype=np.uint32)).tolist() == []
-    assert index.lookup(np.array([1, 2], dtype=np.uint32)).tolist() == []
-    index.add(np.array([1], dtype=np.uint32), 0)
-    assert index.lookup(np.empty(0, dtype=np.uint32)).tolist() == []
+    assert index.lookup(np.empty(0, dtype=np.uint64)).tolist() == []
+    assert index.lookup(np.array([1, 2], dtype=np.uint64)).tolist() == []
+    index.add(np.array([1], dtype=np.uint64), 0)
+    assert index.lookup(np.empty(0, dtype=np.uint64)).tolist() == []

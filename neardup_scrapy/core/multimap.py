@@ -1,21 +1,29 @@
-"""A compact multimap from 32-bit bucket keys to 32-bit page ids, with no Python object per entry.
+"""A compact multimap from 48-bit bucket keys to 32-bit page ids, with no Python object per entry.
 
 Layout: a leveled log-structured merge of sorted runs. New entries go to a small buffer (a
 dict of at most ``BUFFER`` entries, so the newest pages are found by hashing rather than by a
-scan); a full buffer is sorted into level 0, and a level that outgrows ``RATIO`` times the
-one before it is merged into the next. A lookup is therefore one search per level, and every
-entry is rewritten about ``RATIO / 2`` times per level over its life, all inside numpy.
+scan); a full buffer is sorted into level 0, and a level that outgrows ``BUFFER * RATIO**(k+1)``
+entries is merged into the next. A lookup is one search per level, so the ratio is large
+(32): at 31 bucket entries per page, 10k pages fill two levels and 1M pages three, which keeps
+query time nearly flat. The price is write amplification -- every entry is rewritten about
+``RATIO / 2`` times per level over its life -- which a linear merge (one ``searchsorted`` of
+the smaller run into the larger, then masked copies, all inside numpy) keeps at a few
+microseconds per page amortised.
 
-Small levels are plain sorted ``uint32`` keys searched with ``searchsorted``. Large levels
+Keys are the low 48 bits of the detector's 64-bit bucket keys, which the sketcher already
+mixed. With 32-bit keys a million pages (31M entries) would make one query in four meet a page
+by a chance key collision, and each such false candidate costs a fetch and a verification;
+with 48 bits it is about one in 300,000.
+
+Small levels are plain sorted ``uint64`` keys searched with ``searchsorted``. Large levels
 (at least ``DIRECTORY_MIN`` entries) add a *directory*: ``offsets[b]`` is where the keys whose
-top ``D`` bits equal ``b`` start, with ``D`` chosen so a directory bucket holds about 8
-entries. Since ``D >= 16``, the top bits are implied by the bucket and only the low 16 bits of
-each key are stored, so an entry costs 6 bytes (2 of key, 4 of id) instead of 8, and a lookup
-reads one directory slot and one short contiguous window instead of ~25 scattered cache lines
-of a binary search. That keeps query time nearly flat from thousands to millions of pages.
-
-Keys are 32-bit mixes of the detector's 64-bit keys; two keys that share 32 bits only add a
-false candidate, which the detector's verification discards.
+top ``D`` bits (of 48) equal ``b`` start, with ``D`` chosen so a directory bucket holds 2 to 4
+entries on average (the directory costs 1 to 2 bytes per entry). Each entry keeps only its
+key's low 32 bits, its *tag*: since ``D >= 16``, bucket and tag together still determine all 48
+bits, so merging loses nothing. An entry then costs 8 bytes (4 of tag, 4 of id) plus its
+directory share instead of 12, and a lookup reads one directory slot and one short contiguous
+window (the widest bucket, ~15 entries) instead of ~25 scattered cache lines of a binary
+search. Arrays are padded so lookups need no bounds clamping.
 """
 
 from __future__ import annotations
@@ -23,22 +31,24 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
 import numpy.typing as npt
 
+U64 = npt.NDArray[np.uint64]
 U32 = npt.NDArray[np.uint32]
-U16 = npt.NDArray[np.uint16]
 I32 = npt.NDArray[np.int32]
 I64 = npt.NDArray[np.int64]
 
-RATIO = 8
+RATIO = 32
 BUFFER = 2048
 DIRECTORY_MIN = 1 << 18
 _EMPTY_IDS = np.empty(0, dtype=np.int32)
-_STEPS = np.arange(256, dtype=np.uint32)
+_EMPTY_KEYS = np.empty(0, dtype=np.uint64)
+KEY_BITS = 48
+_KEY_MASK = np.uint64((1 << KEY_BITS) - 1)
+_KEY_SENTINEL = np.uint64(1 << KEY_BITS)  # above every key
 #: Merges above this many entries hand their freed buffers back to the OS (glibc only).
 TRIM_AFTER = 1 << 19
 
@@ -65,89 +75,91 @@ def _load_malloc_trim() -> Callable[[int], int] | None:
 _MALLOC_TRIM = _load_malloc_trim()
 
 
-@dataclass
 class _Level:
-    """One sorted run: full keys (small runs) or directory + low 16 key bits (large runs)."""
+    """One sorted run: full keys (small runs) or a directory plus 32-bit tags (large runs).
 
-    ids: I32
-    keys: U32 | None = None
-    low: U16 | None = None
-    offsets: U32 | None = None
-    shift: int = 32
+    Small runs keep ``_probe``, the keys followed by one sentinel above every key, so a
+    ``searchsorted`` position can be read back without clamping. Large runs keep ``tags``
+    padded with ``_window`` zeros (the widest directory bucket), so every key's whole bucket
+    window can be read with one fixed-width gather.
+    """
+
+    def __init__(self, ids: I32, keys: U64 | None = None) -> None:
+        self.ids = ids
+        self.keys: U64 | None = None
+        self.tags: U32 | None = None
+        self.offsets: U32 | None = None
+        n = len(ids)
+        if keys is None:
+            keys = _EMPTY_KEYS
+        if n < DIRECTORY_MIN:
+            self._probe: U64 = np.append(keys, _KEY_SENTINEL)
+            self.keys = self._probe[:n]
+            return
+        bits = max(16, min(40, int(np.log2(n)) - 1))
+        self._shift = np.uint64(KEY_BITS - bits)
+        bounds = np.arange(1 << bits, dtype=np.uint64) << self._shift
+        offsets = np.append(keys.searchsorted(bounds), n).astype(np.uint32)
+        self.offsets = offsets
+        self._ends = offsets[1:]  # bucket b ends at _ends[b]
+        self._window = int(np.diff(offsets).max())
+        self._steps = np.arange(self._window, dtype=np.intp)  # intp: the gathers need no cast
+        tags = np.zeros(n + self._window, dtype=np.uint32)
+        tags[:n] = keys  # the low 32 bits
+        self._padded_tags = tags
+        self.tags = tags[:n]
 
     def __len__(self) -> int:
         return len(self.ids)
 
     @property
     def nbytes(self) -> int:
-        parts = (self.ids, self.keys, self.low, self.offsets)
+        parts = (self.ids, self.keys, self.tags, self.offsets)
         return sum(p.nbytes for p in parts if p is not None)
 
-    @classmethod
-    def build(cls, keys: U32, ids: I32) -> _Level:
-        """A level from keys sorted ascending and their ids."""
-        n = len(keys)
-        if n < DIRECTORY_MIN:
-            return cls(ids=ids, keys=keys)
-        bits = max(16, min(30, int(np.log2(n)) - 3))
-        shift = 32 - bits
-        bounds = (np.arange(1 << bits, dtype=np.uint64) << np.uint64(shift)).astype(np.uint32)
-        offsets = np.searchsorted(keys, bounds).astype(np.uint32)
-        offsets = np.append(offsets, np.uint32(n))
-        return cls(ids=ids, low=(keys & np.uint32(0xFFFF)).astype(np.uint16), offsets=offsets, shift=shift)
-
-    def full_keys(self) -> U32:
+    def full_keys(self) -> U64:
         """All keys of the level, sorted (rebuilt from the directory for large levels)."""
         if self.keys is not None:
             return self.keys
-        assert self.offsets is not None and self.low is not None
-        buckets = np.repeat(np.arange(len(self.offsets) - 1, dtype=np.uint32), np.diff(self.offsets))
-        return (buckets << np.uint32(self.shift)) | self.low.astype(np.uint32)
+        assert self.offsets is not None and self.tags is not None
+        buckets = np.repeat(np.arange(len(self.offsets) - 1, dtype=np.uint64), np.diff(self.offsets))
+        return (buckets << self._shift) | self.tags.astype(np.uint64)
 
-    def __post_init__(self) -> None:
-        self._shift = np.uint32(self.shift)
-        self._ends = self.offsets[1:] if self.offsets is not None else None  # bucket b ends at _ends[b]
+    def lookup(self, keys: U64, tags: U32) -> I32:
+        """Ids under any of ``keys`` in this level.
 
-    def lookup(self, keys: U32, low: U16 | None) -> I32:
-        """Ids under any of ``keys`` in this level (``low``: the keys' low 16 bits, which the
-        directory levels need)."""
+        Args:
+            keys: the query keys (48-bit).
+            tags: their low 32 bits as a column (shape ``(len(keys), 1)``), which the directory
+                levels compare.
+        """
         if self.keys is not None:
-            lo = np.searchsorted(self.keys, keys, side="left")
-            present = self.keys[np.minimum(lo, len(self.keys) - 1)] == keys
-            if not present.any():
+            at = self._probe.searchsorted(keys)
+            present = self._probe[at] == keys
+            if not np.count_nonzero(present):
                 return _EMPTY_IDS
-            hi = np.searchsorted(self.keys, keys, side="right")
-            return _gather(self.ids, lo, hi - lo)
-        assert self.offsets is not None and self.low is not None
-        assert self._ends is not None and low is not None
+            keys, at = keys[present], at[present]
+            return _gather(self.ids, at, self.keys.searchsorted(keys, side="right") - at)
+        assert self.offsets is not None
         buckets = keys >> self._shift
-        start = self.offsets[buckets]
-        width = self._ends[buckets] - start
-        widest = int(width.max()) if len(width) else 0
-        if widest == 0:
-            return _EMPTY_IDS
-        steps = _STEPS[:widest] if widest <= len(_STEPS) else np.arange(widest, dtype=np.uint32)
-        index = start[:, None] + steps[None, :]  # window of each key's directory bucket
-        inside = steps[None, :] < width[:, None]
-        index = np.where(inside, index, 0)
-        hit = inside & (self.low[index] == low[:, None])
+        index = self.offsets[buckets][:, None] + self._steps  # each key's bucket window
+        hit = (self._padded_tags[index] == tags) & (index < self._ends[buckets][:, None])
         found: I32 = self.ids[index[hit]]
         return found
 
 
 def _gather(ids: I32, start: I64, count: I64) -> I32:
-    """Concatenate ``ids[start[i] : start[i] + count[i]]`` for all ``i``."""
-    nonzero = count > 0
-    if not nonzero.any():
-        return _EMPTY_IDS
-    start, count = start[nonzero], count[nonzero]
+    """Concatenate ``ids[start[i] : start[i] + count[i]]`` for all ``i`` (every count >= 1)."""
     if int(count.max()) == 1:
         return ids[start]
     return np.concatenate([ids[s : s + c] for s, c in zip(start.tolist(), count.tolist(), strict=True)])
 
 
 class KeyMultimap:
-    """Multimap ``uint32 key -> int32 id`` in sorted numpy runs plus a small buffer."""
+    """Multimap ``48-bit key -> int32 id`` in sorted numpy runs plus a small buffer.
+
+    Keys are passed as ``uint64``; only their low ``KEY_BITS`` bits count.
+    """
 
     def __init__(self) -> None:
         self._buffer: dict[int, list[int]] = {}
@@ -159,14 +171,15 @@ class KeyMultimap:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the sorted runs, plus 8 per buffered entry as the arrays would take."""
-        return 8 * self._buffered + sum(level.nbytes for level in self._levels)
+        """Bytes held by the sorted runs, plus 12 per buffered entry as the arrays would take."""
+        return 12 * self._buffered + sum(level.nbytes for level in self._levels)
 
-    def add(self, keys: U32, doc_id: int) -> None:
+    def add(self, keys: U64, doc_id: int) -> None:
         """Add ``doc_id`` under every key of ``keys``."""
         n = len(keys)
         if n == 0:
             return
+        keys = keys & _KEY_MASK
         if n > BUFFER:  # more keys than a buffer holds: push them as a run of their own
             self._push(np.sort(keys), np.full(n, doc_id, dtype=np.int32))
             return
@@ -181,21 +194,20 @@ class KeyMultimap:
                 ids.append(doc_id)
         self._buffered += n
 
-    def lookup(self, keys: U32) -> I32:
+    def lookup(self, keys: U64) -> I32:
         """All ids stored under any of ``keys`` (unsorted, may repeat)."""
         if not len(keys):
             return _EMPTY_IDS
+        keys = keys & _KEY_MASK
         found: list[I32] = []
         if self._buffered:
             hits = [ids for ids in map(self._buffer.get, keys.tolist()) if ids is not None]
             if hits:
                 found.append(np.array([i for ids in hits for i in ids], dtype=np.int32))
-        low: U16 | None = None  # the keys' low 16 bits, for the directory levels
+        tags = keys.astype(np.uint32)[:, None]  # for the directory levels
         for level in self._levels:
             if len(level):
-                if level.keys is None and low is None:
-                    low = keys.astype(np.uint16)
-                ids = level.lookup(keys, low)
+                ids = level.lookup(keys, tags)
                 if len(ids):
                     found.append(ids)
         if not found:
@@ -205,7 +217,7 @@ class KeyMultimap:
     def _flush(self) -> None:
         if not self._buffered:
             return
-        keys = np.fromiter(self._buffer, dtype=np.uint32, count=len(self._buffer))
+        keys = np.fromiter(self._buffer, dtype=np.uint64, count=len(self._buffer))
         counts = np.fromiter(map(len, self._buffer.values()), dtype=np.int64, count=len(self._buffer))
         ids = np.fromiter(
             (i for ids in self._buffer.values() for i in ids), dtype=np.int32, count=self._buffered
@@ -216,30 +228,44 @@ class KeyMultimap:
         self._buffer = {}
         self._buffered = 0
 
-    def _push(self, keys: U32, ids: I32) -> None:
+    def _push(self, keys: U64, ids: I32) -> None:
         level = 0
         while True:
             if level == len(self._levels):
-                self._levels.append(_Level.build(keys, ids))
+                self._levels.append(_Level(ids, keys))
                 return
             old = self._levels[level]
             merged_keys, merged_ids = _merge(old, keys, ids)
             if len(merged_keys) <= BUFFER * RATIO ** (level + 1):
-                self._levels[level] = _Level.build(merged_keys, merged_ids)
+                self._levels[level] = _Level(merged_ids, merged_keys)
                 if len(merged_keys) >= TRIM_AFTER and _MALLOC_TRIM is not None:
                     del merged_keys, merged_ids, old, keys, ids
                     _MALLOC_TRIM(0)
                 return
             # This level is full: carry the merged run one level down and leave it empty.
-            self._levels[level] = _Level(ids=_EMPTY_IDS, keys=np.empty(0, dtype=np.uint32))
+            self._levels[level] = _Level(_EMPTY_IDS)
             keys, ids = merged_keys, merged_ids
             level += 1
 
 
-def _merge(level: _Level, keys: U32, ids: I32) -> tuple[U32, I32]:
+def _merge(level: _Level, keys: U64, ids: I32) -> tuple[U64, I32]:
+    """Merge the sorted run ``keys``/``ids`` into ``level`` in linear time.
+
+    A new entry lands after the level's entries with the same or smaller keys and after the
+    new entries before it: position ``searchsorted(old, key, "right") + i``. The old entries
+    fill the remaining positions in order.
+    """
     if not len(level):
         return keys, ids
-    all_keys = np.concatenate((level.full_keys(), keys))
-    all_ids = np.concatenate((level.ids, ids))
-    order = np.argsort(all_keys, kind="stable")  # two sorted runs: timsort merges them linearly
-    return all_keys[order], all_ids[order]
+    old_keys = level.full_keys()
+    total = len(old_keys) + len(keys)
+    at = old_keys.searchsorted(keys, side="right") + np.arange(len(keys))
+    is_old = np.ones(total, dtype=bool)
+    is_old[at] = False
+    merged_keys = np.empty(total, dtype=np.uint64)
+    merged_keys[at] = keys
+    merged_keys[is_old] = old_keys
+    merged_ids = np.empty(total, dtype=np.int32)
+    merged_ids[at] = ids
+    merged_ids[is_old] = level.ids
+    return merged_keys, merged_ids
