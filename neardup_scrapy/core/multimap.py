@@ -112,12 +112,9 @@ class _Level:
         """Ids under any of ``keys`` in this level (``low``: the keys' low 16 bits, which the
         directory levels need)."""
         if self.keys is not None:
-            lo = np.searchsorted(self.keys, keys, side="left")
-            present = self.keys[np.minimum(lo, len(self.keys) - 1)] == keys
-            if not present.any():
-                return _EMPTY_IDS
-            hi = np.searchsorted(self.keys, keys, side="right")
-            return _gather(self.ids, lo, hi - lo)
+            # (array methods: the np.searchsorted wrapper costs as much as a short search)
+            lo = self.keys.searchsorted(keys, side="left")
+            return _gather(self.ids, lo, self.keys.searchsorted(keys, side="right") - lo)
         assert self.offsets is not None and self.low is not None
         assert self._ends is not None and low is not None
         buckets = keys >> self._shift
@@ -137,11 +134,11 @@ class _Level:
 
 def _gather(ids: I32, start: I64, count: I64) -> I32:
     """Concatenate ``ids[start[i] : start[i] + count[i]]`` for all ``i``."""
-    nonzero = count > 0
-    if not nonzero.any():
+    (nonzero,) = count.nonzero()
+    if not len(nonzero):
         return _EMPTY_IDS
     start, count = start[nonzero], count[nonzero]
-    if int(count.max()) == 1:
+    if int(np.add.reduce(count)) == len(count):  # one id per key found
         return ids[start]
     return np.concatenate([ids[s : s + c] for s, c in zip(start.tolist(), count.tolist(), strict=True)])
 
