@@ -51,6 +51,8 @@ class MinHasher:
         self._salt = seeded_constants(seed, "minhash-oph", 1)[0]
         self._probe_seed = int(seeded_constants(seed, "minhash-probe", 1)[0])
         self._probes = self._probe_bins(np.arange(num_perm, dtype=np.uint64), 0, _PROBES)
+        self._first_probes = np.ascontiguousarray(self._probes[:, :_FIRST_PROBES])
+        self._rows = np.arange(num_perm, dtype=np.intp)
 
     def _bin(self, hashes: U64) -> npt.NDArray[np.intp]:
         """Bin of each hash from its top 32 bits: ``floor(hi32 * num_perm / 2**32)``.
@@ -75,23 +77,28 @@ class MinHasher:
         mixed = mix64(shingles ^ self._salt)
         np.minimum.at(best, self._bin(mixed), mixed.astype(np.uint32))  # low 32 bits
         empty = best == _EMPTY
-        if empty.any():
+        if np.count_nonzero(empty):
             self._densify(best, empty)
         return best
 
     def _densify(self, values: U32, empty: npt.NDArray[np.bool_]) -> None:
-        """Fill each empty bin from the first non-empty bin of its probe sequence (in place)."""
-        source = values.copy()
+        """Fill each empty bin from the first non-empty bin of its probe sequence (in place).
+
+        Only empty bins are written and only non-empty ones read, so one array serves as both.
+        """
+        filled = ~empty
         todo = np.flatnonzero(empty)
         # Most probe sequences end within a few steps: look at the first few for all bins first.
-        probes = self._probes[todo, :_FIRST_PROBES]
+        probes = self._first_probes[todo]
         first = 0
-        while len(todo):
-            hit = ~empty[probes]
-            found = hit.any(axis=1)
-            step = hit.argmax(axis=1)
-            rows = np.flatnonzero(found)
-            values[todo[rows]] = source[probes[rows, step[rows]]]
+        while True:
+            # The first hit of each row; a row without one points at an empty bin.
+            chosen = probes[self._rows[: len(todo)], filled[probes].argmax(axis=1)]
+            found = filled[chosen]
+            if np.count_nonzero(found) == len(todo):
+                values[todo] = values[chosen]
+                return
+            values[todo[found]] = values[chosen[found]]
             todo = todo[~found]
             first += probes.shape[1]
             if first < _PROBES:
@@ -117,6 +124,6 @@ def estimate_jaccard(query: U16, candidates: npt.NDArray[np.uint16]) -> npt.NDAr
     """
     if candidates.ndim == 1:
         candidates = candidates[None, :]
-    share = np.count_nonzero(candidates == query, axis=1) / candidates.shape[1]
+    share = np.add.reduce(candidates == query, axis=1, dtype=np.intp) / candidates.shape[1]
     estimate: npt.NDArray[np.float64] = np.maximum((share - _B_BIT_COLLISION) / (1.0 - _B_BIT_COLLISION), 0.0)
     return estimate

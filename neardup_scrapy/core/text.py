@@ -83,22 +83,28 @@ _LOOKUP: Final = etree.ElementDefaultClassLookup(
     pi=lxml_html.HtmlProcessingInstruction,
     entity=lxml_html.HtmlEntity,
 )
+#: The trees :func:`html_to_text` parses never leave this module, so their elements are lxml's
+#: own C types: a proxy of a Python subclass costs more to create (an instance dict, an
+#: ``_init`` call), and extraction creates hundreds of proxies per page.
+_PLAIN_LOOKUP: Final = etree.ElementDefaultClassLookup()
 
 
-def _parser() -> etree.HTMLParser:
+def _parser(plain: bool = False) -> etree.HTMLParser:
     """Return this thread's HTML parser (lxml parsers must not be shared between threads).
 
     The parser is told the input is UTF-8 (we transcode everything else first), which both
     skips libxml2's own charset sniffing and makes it ignore contradicting ``<meta charset>``
     or XML declarations.  ``huge_tree`` lifts libxml2's limits on text node size and depth;
     ``collect_ids=False`` skips libxml2's table of ``id`` attributes (nothing here looks
-    elements up by id), about 6% of the parse.
+    elements up by id), about 6% of the parse.  ``plain`` parsers build plain
+    :class:`lxml.etree._Element` trees, the others :class:`lxml.html.HtmlElement` trees.
     """
-    parser = getattr(_local, "parser", None)
+    name = "plain_parser" if plain else "parser"
+    parser = getattr(_local, name, None)
     if parser is None:
         parser = etree.HTMLParser(encoding="utf-8", huge_tree=True, collect_ids=False)
-        parser.set_element_class_lookup(_LOOKUP)
-        _local.parser = parser
+        parser.set_element_class_lookup(_PLAIN_LOOKUP if plain else _LOOKUP)
+        setattr(_local, name, parser)
     return cast(etree.HTMLParser, parser)
 
 
@@ -160,6 +166,11 @@ def parse_html(html: bytes | str, encoding: str | None = None) -> lxml_html.Html
         The root ``<html>`` element, or ``None`` when there is nothing to parse (empty or
         whitespace-only input, a document made only of comments, input lxml rejects).
     """
+    return cast("lxml_html.HtmlElement | None", _parse(html, encoding, plain=False))
+
+
+def _parse(html: bytes | str, encoding: str | None, *, plain: bool) -> etree._Element | None:
+    """:func:`parse_html`, into plain :class:`lxml.etree._Element` trees when ``plain``."""
     try:
         if isinstance(html, str):
             data = html.encode("utf-8", "replace")
@@ -169,7 +180,7 @@ def parse_html(html: bytes | str, encoding: str | None = None) -> lxml_html.Html
             return None
         if not data or data.isspace():  # (stops at the first non-space byte; strip() would copy)
             return None
-        parser = _parser()
+        parser = _parser(plain)
         root = etree.fromstring(data, parser)
         last = parser.error_log.last_error
         if last is not None and last.type_name == "ERR_RESOURCE_LIMIT":
@@ -180,7 +191,7 @@ def parse_html(html: bytes | str, encoding: str | None = None) -> lxml_html.Html
         return None
     if root is None or not isinstance(root.tag, str):
         return None
-    return cast(lxml_html.HtmlElement, root)
+    return root
 
 
 # --------------------------------------------------------------------------------------------
@@ -347,16 +358,20 @@ _BLOCK_TAGS: Final = (
     "dialog",
     "option",
 )
+# The XPaths here are compiled with ``regexp=False``: none uses EXSLT regular expressions, and
+# registering them in the context costs every call (~5% of the paragraph scoring).
 _HAS_BLOCK_CHILD: Final = etree.XPath(
     "boolean(p|div|ul|ol|dl|table|section|article|main|blockquote|pre|h1|h2|h3|h4|h5|h6|form"
-    "|header|footer|nav|aside|figure|center|hr)"
+    "|header|footer|nav|aside|figure|center|hr)",
+    regexp=False,
 )
 
 #: Text nodes long enough to be prose (not menu items), outside code and form controls.
 _PROSE_XPATH: Final = etree.XPath(
     ".//text()[string-length(normalize-space(.)) >= 25]"
     "[not(parent::script or parent::style or parent::noscript or parent::template"
-    " or parent::textarea or parent::title or parent::option)]"
+    " or parent::textarea or parent::title or parent::option)]",
+    regexp=False,
 )
 
 #: class/id words that mark site chrome (menus, sidebars, share bars, ads, comment threads...).
@@ -490,7 +505,7 @@ def _text_len(el: etree._Element) -> int:
     return len(_text(el))
 
 
-_FOLDED_LEN_XPATH: Final = etree.XPath("string-length(normalize-space(.))")
+_FOLDED_LEN_XPATH: Final = etree.XPath("string-length(normalize-space(.))", regexp=False)
 
 
 def _folded_len(el: etree._Element) -> int:
@@ -639,6 +654,18 @@ class _Span:
         self.tail = False
         self.tail_link = 0
 
+    def close(self, end: int, at: tuple[int, int, int], tail_link: int) -> None:
+        """End the span at part ``end`` with the running lengths ``at`` there; ``tail_link`` is
+        the link depth of the element's tail, -1 when it has none."""
+        total, link1, link2 = at
+        self.end = end
+        self.size = total - self.size
+        self.link1_end = link1
+        self.link2_end = link2
+        if tail_link >= 0:
+            self.tail = True
+            self.tail_link = tail_link
+
 
 _CHROME_SPAN: Final = 1
 _LIST_SPAN: Final = 2
@@ -665,24 +692,20 @@ def _render(el: etree._Element) -> str:
     in_link = 0
     open_lists = 0
     spans: list[_Span] = []
+    kinds = _RENDER_KIND
     text = el.text
     if text:
         append(text)
         total = len(text)
-    stack: list[tuple[etree._Element, Iterator[etree._Element], int, _Span | None]] = [
-        (el, iter(el), _R_BLOCK, None)
-    ]
+    # The element being walked (its children iterator, kind and span) and, on the stack, its
+    # open ancestors. A ``for`` over the iterator is left to descend and resumed on return.
+    stack: list[tuple[etree._Element, Iterator[etree._Element], int, _Span | None]] = []
+    children: Iterator[etree._Element] = iter(el)
+    node, kind, span = el, _R_BLOCK, None
     while True:
-        node, children, kind, span = stack[-1]
-        child = next(children, None)
-        if child is None:
-            stack.pop()
-            if not stack:
-                break
-        else:
-            tag = child.tag
-            kind = _RENDER_KIND.get(tag, _R_BLOCK)
-            if kind == _R_HARD:
+        for child in children:
+            child_kind = kinds.get(child.tag, _R_BLOCK)
+            if child_kind == _R_HARD:
                 tail = child.tail  # comments and code vanish, their tails stay glued
                 if tail:
                     append(tail)
@@ -691,21 +714,21 @@ def _render(el: etree._Element) -> str:
                         link1 += len(tail)
                         link2 += len(tail) if in_link > 1 else 0
                 continue
-            span = None
-            if kind >= _R_SCAN:
-                if kind == _R_SOFT or _chrome_attributes(cast("list[tuple[str, str]]", child.items())):
-                    span = _Span(_CHROME_SPAN, tag, len(parts), (total, link1, link2))
-                    spans.append(span)
-                elif kind == _R_LIST:
+            child_span = None
+            if child_kind >= _R_SCAN:
+                if child_kind == _R_SOFT or _chrome_attributes(cast("list[tuple[str, str]]", child.items())):
+                    child_span = _Span(_CHROME_SPAN, child.tag, len(parts), (total, link1, link2))
+                    spans.append(child_span)
+                elif child_kind == _R_LIST:
                     list_kind = (
                         _NESTED_LIST_SPAN if open_lists else _LINKED_LIST_SPAN if in_link else _LIST_SPAN
                     )
-                    span = _Span(list_kind, tag, len(parts), (total, link1, link2))
-                    spans.append(span)
+                    child_span = _Span(list_kind, child.tag, len(parts), (total, link1, link2))
+                    spans.append(child_span)
                     open_lists += 1
-            if kind == _R_LINK:
+            if child_kind == _R_LINK:
                 in_link += 1
-            elif kind != _R_INLINE:
+            elif child_kind != _R_INLINE:
                 append(" ")
             text = child.text
             if text:
@@ -715,31 +738,45 @@ def _render(el: etree._Element) -> str:
                     link1 += len(text)
                     link2 += len(text) if in_link > 1 else 0
             if len(child):
-                stack.append((child, iter(child), kind, span))
-                continue
-            node = child  # a leaf: it ends at once
-        # ``node`` ends here
-        if kind == _R_LINK:
-            in_link -= 1
-        elif kind != _R_INLINE:
-            append(" ")
-        tail = node.tail
-        if span is not None:
-            span.end = len(parts)
-            span.size = total - span.size
-            span.link1_end = link1
-            span.link2_end = link2
-            if span.kind != _CHROME_SPAN:
-                open_lists -= 1
+                stack.append((node, children, kind, span))
+                node, children, kind, span = child, iter(child), child_kind, child_span
+                break
+            # A leaf ends at once (as below, inlined: most elements are leaves).
+            if child_kind == _R_LINK:
+                in_link -= 1
+            elif child_kind != _R_INLINE:
+                append(" ")
+            tail = child.tail
+            if child_span is not None:
+                child_span.close(len(parts), (total, link1, link2), in_link if tail else -1)
+                if child_span.kind != _CHROME_SPAN:
+                    open_lists -= 1
             if tail:
-                span.tail = True
-                span.tail_link = in_link
-        if tail:
-            append(tail)
-            total += len(tail)
-            if in_link:
-                link1 += len(tail)
-                link2 += len(tail) if in_link > 1 else 0
+                append(tail)
+                total += len(tail)
+                if in_link:
+                    link1 += len(tail)
+                    link2 += len(tail) if in_link > 1 else 0
+        else:
+            if not stack:
+                break
+            # ``node`` ends here
+            if kind == _R_LINK:
+                in_link -= 1
+            elif kind != _R_INLINE:
+                append(" ")
+            tail = node.tail
+            if span is not None:
+                span.close(len(parts), (total, link1, link2), in_link if tail else -1)
+                if span.kind != _CHROME_SPAN:
+                    open_lists -= 1
+            if tail:
+                append(tail)
+                total += len(tail)
+                if in_link:
+                    link1 += len(tail)
+                    link2 += len(tail) if in_link > 1 else 0
+            node, children, kind, span = stack.pop()
     if spans:
         doomed = _doomed_spans(spans, 0.5 * total)
         if doomed:
@@ -853,8 +890,8 @@ def _excluded_ancestor(el: etree._Element, body: etree._Element) -> bool:
 
 
 #: The text of a container's direct ``<p>`` children.
-_PARAGRAPH_TEXT_XPATH: Final = etree.XPath("p//text()", smart_strings=False)
-_PARAGRAPH_PARENTS_XPATH: Final = etree.XPath(".//p/..")
+_PARAGRAPH_TEXT_XPATH: Final = etree.XPath("p//text()", smart_strings=False, regexp=False)
+_PARAGRAPH_PARENTS_XPATH: Final = etree.XPath(".//p/..", regexp=False)
 
 
 def _paragraph_scores(body: etree._Element) -> dict[etree._Element, int]:
@@ -938,6 +975,7 @@ def _article_of(el: etree._Element, body: etree._Element) -> etree._Element | No
 _VISIBLE_TEXT_XPATH: Final = etree.XPath(
     "descendant::text()[not(parent::script or parent::style or parent::noscript or parent::template)]",
     smart_strings=False,
+    regexp=False,
 )
 
 
@@ -1182,7 +1220,7 @@ def html_to_text(
     html: bytes | str, encoding: str | None = None, max_chars: int = DEFAULT_MAX_CHARS, *, fold: bool = True
 ) -> str:
     """Parse ``html`` and return its main text (see :func:`extract_main_text`); ``""`` if unparseable."""
-    root = parse_html(html, encoding)
+    root = _parse(html, encoding, plain=True)
     if root is None:
         return ""
     return extract_main_text(root, max_chars, fold=fold)

@@ -5,7 +5,9 @@ folding, decimal digits masked to ``0``, the ``\\w+`` runs, each hashed with see
 Doing that with ``unicodedata`` and ``re`` over whole pages and hashing token by token costs
 more than twice as much (0.46 s against 0.21 s over the eval-dev texts). A page is encoded to
 UTF-8 once, ASCII is handled by one ``bytes.translate`` and only the pieces holding non-ASCII
-characters are normalised on their own.
+characters are normalised on their own. Those pieces are found with ``bytes.find`` (a
+``memchr``) on a copy of the text with every byte >= 0x80 mapped to 0x80, so the ASCII words
+around them cost no Python call at all.
 
 Normalising such a piece (a maximal run between ASCII separators) alone gives the same tokens
 as normalising the whole text: NFKC composes a character only with the combining marks that
@@ -49,8 +51,10 @@ def _normalize_piece(piece: str, mask_digits: bool) -> str:
     return " ".join(tokenize(normalize_text(piece, mask_digits)))
 
 
-#: Normalised tokens of non-ASCII pieces, by ``mask_digits``.
-_PIECE_MEMOS: dict[bool, dict[bytes, list[bytes]]] = {}
+#: Normalised tokens of non-ASCII pieces (UTF-8, space-joined), by ``mask_digits``.
+_PIECE_MEMOS: dict[bool, dict[bytes, bytes]] = {}
+#: ``bytes.translate`` table marking non-ASCII bytes: every byte >= 0x80 becomes 0x80.
+_MARK_HIGH = bytes(range(128)) + b"\x80" * 128
 
 
 class WordHasher:
@@ -59,10 +63,10 @@ class WordHasher:
     ``WordHasher(seed)(text)`` equals ``token_hashes(tokenize(normalize_text(text)), seed)``:
 
     1. The text is encoded to UTF-8; one ``bytes.translate`` lower-cases ASCII letters, masks
-       ASCII digits and turns every other ASCII character into a space; ``bytes.split`` cuts
-       the pieces.
+       ASCII digits and turns every other ASCII character into a space, which leaves pieces
+       (runs of non-space bytes) between spaces.
     2. Each piece holding non-ASCII bytes is replaced by its normalised tokens (none, one or
-       several; memoised per process, as words repeat).
+       several; memoised per process, as words repeat), before the split.
     3. Every token is hashed by a C-level ``map``. (Hashing all tokens as numpy arrays, with
        XXH3's short-input formulas, was measured no faster at a thousand tokens per page.)
 
@@ -83,29 +87,33 @@ class WordHasher:
     def __call__(self, text: str) -> U64:
         """The token hashes of ``text``, in order (uint64)."""
         data = text.encode("utf-8", "surrogatepass").translate(self._table)
-        tokens = data.split()
         if not data.isascii():
-            tokens = self._normalize_pieces(tokens)
+            data = self._normalize_pieces(data)
+        tokens = data.split()
         return np.fromiter(
             map(xxhash.xxh3_64_intdigest, tokens, repeat(self._seed)), dtype=np.uint64, count=len(tokens)
         )
 
-    def _normalize_pieces(self, pieces: list[bytes]) -> list[bytes]:
-        """The pieces with each one that holds non-ASCII bytes replaced by its normalised tokens."""
+    def _normalize_pieces(self, data: bytes) -> bytes:
+        """``data`` (translated) with each piece that holds non-ASCII bytes replaced by its
+        normalised tokens, space-joined."""
         if len(self._pieces) > self._max_entries:
             self._pieces.clear()
         memo = self._pieces
-        ascii_flags = np.fromiter(map(bytes.isascii, pieces), dtype=bool, count=len(pieces))
-        tokens: list[bytes] = []
-        previous = 0
-        for i in np.flatnonzero(~ascii_flags).tolist():
-            piece = pieces[i]
+        find_high = data.translate(_MARK_HIGH).find
+        out: list[bytes] = []
+        done = 0  # data[:done] is in out
+        while (high := find_high(0x80, done)) >= 0:
+            start = data.rfind(b" ", done, high) + 1  # the piece around the byte
+            end = data.find(b" ", high)
+            if end < 0:
+                end = len(data)
+            piece = data[start:end]
             value = memo.get(piece)
             if value is None:
                 text = _normalize_piece(piece.decode("utf-8", "surrogatepass"), self._mask_digits)
-                value = memo[piece] = text.encode("utf-8", "surrogatepass").split()
-            tokens += pieces[previous:i]
-            tokens += value
-            previous = i + 1
-        tokens += pieces[previous:]
-        return tokens
+                value = memo[piece] = text.encode("utf-8", "surrogatepass")
+            out += (data[done:start], value)
+            done = end
+        out.append(data[done:])
+        return b"".join(out)
