@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -72,6 +73,17 @@ def test_simhash_equals_per_bit_majority(n: int, seed: int) -> None:
         if 2 * ones > n:
             expected |= 1 << bit
     assert simhash64(values) == expected
+
+
+@pytest.mark.parametrize("n", [1, 254, 255, 256, 510, 511, 2047, 2048, 2049])
+def test_simhash_lane_sums_do_not_overflow(n: int) -> None:
+    """Every bit set in every shingle: a byte lane summed over more than 255 rows would wrap."""
+    ones = np.full(n, 2**64 - 1, dtype=np.uint64)
+    assert simhash64(ones) == 2**64 - 1
+    mostly = ones.copy()
+    mostly[: (n - 1) // 2] = 0  # still a strict majority of ones
+    assert simhash64(mostly) == 2**64 - 1
+    assert simhash64(np.zeros(n, dtype=np.uint64)) == 0
 
 
 def _pages(seed: int) -> list[tuple[str, bytes]]:
