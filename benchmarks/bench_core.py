@@ -17,11 +17,14 @@ rounds). On a VM whose speed drifts by tens of percent within a minute, the pair
 the steadier: both totals of a round see the same machine state.
 
 ``index`` builds an in-memory index of N synthetic pages (90% distinct, 10% near copies of an
-earlier page) in a fresh subprocess per size, then prints the store's bytes per page, the
-process's RSS growth per page, the mean microseconds of query (lookup + fetch + verify)
-and insert (commit) over the last 2,000 pages, and the mean microseconds of a whole check
-(query + insert) over all N pages, which includes every merge of the index's runs. Synthetic
-signatures skip text hashing, so the figures are the index's own.
+earlier page) in a fresh subprocess per size, one after another; then the sizes take turns
+timing 50 pages each until each has timed its last 2,000 pages, so all sizes are measured in
+the same minutes (this VM's speed drifts by tens of percent within minutes). It prints the
+store's bytes per page, the process's RSS growth per page, the mean microseconds of query
+(lookup + fetch + verify) and insert (commit) over the last 2,000 pages, and the mean
+microseconds of a whole check (query + insert) over all N pages, which includes every merge
+of the index's runs. Synthetic signatures skip text hashing, so the figures are the index's
+own.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -105,7 +109,13 @@ def bench_pipeline(eval_dir: Path) -> None:
     print(f"ratio full/parse, paired by page:  {float(np.median(paired)):.2f}   (median of rounds {rounds})")
 
 
-def _build_index(n: int) -> dict[str, float]:
+TAIL = 2000  # timed pages at the end of each index
+BATCH = 50  # timed pages per turn when the sizes take turns
+
+
+def _index_worker(n: int) -> None:
+    """Build an index of ``n - TAIL`` synthetic pages, then time its last ``TAIL`` pages in
+    batches on request (``tail K`` on stdin; ``done`` prints the figures as JSON)."""
     from neardup_scrapy.core import NearDupDetector
     from neardup_scrapy.core.hashing import mix64
 
@@ -114,11 +124,9 @@ def _build_index(n: int) -> dict[str, float]:
     rng = np.random.default_rng(42)
     num_perm = det.params.num_perm
     rss_before = _rss_bytes()
-    query_us: list[float] = []
-    insert_us: list[float] = []
     kept: list[tuple[np.ndarray, int]] = []
-    build_s = 0.0  # every check before the timed tail, merges included
-    for i in range(n):
+
+    def page(i: int) -> tuple[str, str, Any]:
         if i and i % 10 == 0:
             base_sig, base_fp = kept[int(rng.integers(len(kept)))]
             sig = base_sig.copy()
@@ -133,26 +141,39 @@ def _build_index(n: int) -> dict[str, float]:
             kept.append((sig, fp))
         else:
             kept[i % 5000] = (sig, fp)
-        url = f"https://host{i % 997}.example.com/articles/{i:08d}.html"
         host = f"host{i % 997}.example.com"
-        sketch = sketcher.assemble(300, rng.bytes(16), sig, fp, host)
-        if i < n - 2000:
-            t0 = time.process_time()
-            det._check_sketch(url, host, sketch, "", 1000)
-            build_s += time.process_time() - t0
-            continue
-        # Query = lookup + fetch + verify; insert = the commit of the same page.
-        keys = det._lookup_keys(sketch)
+        url = f"https://{host}/articles/{i:08d}.html"
+        return url, host, sketcher.assemble(300, rng.bytes(16), sig, fp, host)
+
+    build_s = 0.0  # every check before the timed tail, merges included
+    for i in range(n - TAIL):
+        url, host, sketch = page(i)
         t0 = time.process_time()
-        ids, token = det.storage.lookup(keys)
-        match = det._decide(sketch, det.storage.fetch(ids) if len(ids) else None, False)
-        t1 = time.process_time()
-        det.storage.commit(det._commit_for(url, host, sketch, match, token, 1000))
-        t2 = time.process_time()
-        query_us.append((t1 - t0) * 1e6)
-        insert_us.append((t2 - t1) * 1e6)
-        build_s += t2 - t0
-    return {
+        det._check_sketch(url, host, sketch, "", 1000)
+        build_s += time.process_time() - t0
+    print("ready", flush=True)
+    query_us: list[float] = []
+    insert_us: list[float] = []
+    i = n - TAIL
+    for line in sys.stdin:
+        if line.startswith("done"):
+            break
+        for _ in range(int(line.split()[1])):
+            url, host, sketch = page(i)
+            i += 1
+            # Query = lookup + fetch + verify; insert = the commit of the same page.
+            keys = det._lookup_keys(sketch)
+            t0 = time.process_time()
+            ids, token = det.storage.lookup(keys)
+            match = det._decide(sketch, det.storage.fetch(ids) if len(ids) else None, False)
+            t1 = time.process_time()
+            det.storage.commit(det._commit_for(url, host, sketch, match, token, 1000))
+            t2 = time.process_time()
+            query_us.append((t1 - t0) * 1e6)
+            insert_us.append((t2 - t1) * 1e6)
+            build_s += t2 - t0
+        print("ok", flush=True)
+    result = {
         "pages": n,
         "store_bytes_per_page": det.storage.memory_bytes() / n,
         "rss_bytes_per_page": (_rss_bytes() - rss_before) / n,
@@ -160,15 +181,38 @@ def _build_index(n: int) -> dict[str, float]:
         "insert_us": float(np.mean(insert_us)),
         "check_us_all": build_s / n * 1e6,
     }
+    print(json.dumps(result), flush=True)
 
 
 def bench_index(sizes: list[int]) -> None:
-    rows = []
+    # One worker process per size builds its index (one after another, so builds never share
+    # the CPU); then the sizes take turns at timing BATCH pages each, so that every size's
+    # figures come from the same minutes of the machine's drifting speed.
+    workers = []
     for n in sizes:
-        out = subprocess.run(
-            [sys.executable, __file__, "_index_one", str(n)], capture_output=True, text=True, check=True
+        proc = subprocess.Popen(
+            [sys.executable, __file__, "_index_one", str(n)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
-        rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        assert proc.stdin is not None and proc.stdout is not None
+        if proc.stdout.readline().strip() != "ready":
+            raise SystemExit(f"index worker for {n} pages failed")
+        workers.append(proc)
+    for _ in range(TAIL // BATCH):
+        for proc in workers:
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write(f"tail {BATCH}\n")
+            proc.stdin.flush()
+            proc.stdout.readline()
+    rows = []
+    for proc in workers:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write("done\n")
+        proc.stdin.flush()
+        rows.append(json.loads(proc.stdout.readline()))
+        proc.wait()
     print(
         f"{'pages':>9} {'store B/page':>13} {'RSS B/page':>11} {'query us':>9} {'insert us':>10} "
         f"{'all checks us':>14}"
@@ -184,8 +228,6 @@ def bench_index(sizes: list[int]) -> None:
         f"insert {last['insert_us'] / max(first['insert_us'], 1e-9):.2f}x   (required: within 2x; "
         "bytes/page required <= 1024, RSS <= 700 at 1M)"
     )
-
-
 def main(argv: list[str]) -> None:
     if not argv or argv[0] not in ("pipeline", "index", "_index_one"):
         print(__doc__)
@@ -195,7 +237,7 @@ def main(argv: list[str]) -> None:
     elif argv[0] == "index":
         bench_index([int(a) for a in argv[1:]] or [10_000, 100_000, 1_000_000])
     else:
-        print(json.dumps(_build_index(int(argv[1]))))
+        _index_worker(int(argv[1]))
 
 
 if __name__ == "__main__":
