@@ -78,27 +78,22 @@ def bench_pipeline(eval_dir: Path) -> None:
 
     # 2. Paired: each page is parsed alone and checked back to back (which goes first
     # alternates), so both totals of a round see the same machine state.
+    def timed(fn: Any, *args: Any) -> float:
+        start = clock()
+        fn(*args)
+        return clock() - start
+
     paired: list[float] = []
     for round_ in range(5):
         det = NearDupDetector()
         parse_s = full_s = 0.0
         for i, (url, body) in enumerate(pages):
             if (i + round_) % 2:
-                t0 = clock()
-                parse(body)
-                t1 = clock()
-                det.check(url, body)
-                t2 = clock()
-                parse_s += t1 - t0
-                full_s += t2 - t1
+                parse_s += timed(parse, body)
+                full_s += timed(det.check, url, body)
             else:
-                t0 = clock()
-                det.check(url, body)
-                t1 = clock()
-                parse(body)
-                t2 = clock()
-                full_s += t1 - t0
-                parse_s += t2 - t1
+                full_s += timed(det.check, url, body)
+                parse_s += timed(parse, body)
         paired.append(full_s / parse_s)
     ratio = timings["full"] / timings["parse"]
     print(f"pages: {len(pages)}  ({total_mb:.1f} MB of HTML)")
