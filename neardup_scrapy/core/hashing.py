@@ -102,10 +102,8 @@ def seeded_constants(seed: int, label: str, count: int) -> U64:
     return np.array([digest(f"{label}:{i}".encode(), seed) for i in range(count)], dtype=np.uint64)
 
 
-def digest128(data: bytes | str, seed: int) -> bytes:
-    """128-bit xxh3 digest of bytes (text is hashed as UTF-8)."""
-    if isinstance(data, str):
-        data = data.encode("utf-8", "surrogatepass")
+def digest128(data: bytes, seed: int) -> bytes:
+    """128-bit xxh3 digest of bytes (the exact-duplicate key hashes a page's token hashes)."""
     return xxhash.xxh3_128_digest(data, seed)
 
 
