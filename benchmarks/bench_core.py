@@ -115,7 +115,7 @@ def _index_worker(n: int) -> None:
     from neardup_scrapy.core.hashing import mix64
 
     det = NearDupDetector()
-    sketcher = det._sketcher
+    sketcher = det._analyzer._sketcher
     rng = np.random.default_rng(42)
     num_perm = det.params.num_perm
     rss_before = _rss_bytes()

@@ -4,6 +4,7 @@ Nothing here imports Scrapy or Twisted; the Scrapy components in :mod:`neardup_s
 glue around :class:`NearDupDetector`.
 """
 
+from .analysis import PageAnalysis, PageAnalyzer
 from .detector import NearDupDetector
 from .params import DetectorParams, ParameterError
 from .report_data import REPORT_FORMAT
@@ -15,6 +16,8 @@ __all__ = [
     "DetectorParams",
     "IndexStorage",
     "NearDupDetector",
+    "PageAnalysis",
+    "PageAnalyzer",
     "ParameterError",
     "ParameterMismatchError",
     "StorageError",

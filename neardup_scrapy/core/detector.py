@@ -33,13 +33,14 @@ from typing import Any
 
 import numpy as np
 
+from .analysis import PageAnalysis, PageAnalyzer
 from .hosts import host_of, mirror_target
 from .minhash import estimate_jaccard
 from .params import DetectorParams, describe_banding
 from .repeats import RepeatCache
 from .report_data import build_report
 from .simhash import hamming_many
-from .sketch import Sketch, Sketcher
+from .sketch import Sketch
 from .storage.base import (
     Commit,
     CommitResult,
@@ -50,7 +51,6 @@ from .storage.base import (
     StorageError,
 )
 from .storage.memory import MemoryStorage
-from .text import extract_main_text, html_to_text
 from .verdict import Status, Verdict
 
 logger = logging.getLogger(__name__)
@@ -134,7 +134,7 @@ class NearDupDetector:
         repeat_cache: int,
     ) -> None:
         self.params = params
-        self._sketcher = Sketcher(params)
+        self._analyzer = PageAnalyzer(params)
         self._repeats = RepeatCache(repeat_cache, params.seed)
         if storage is None or storage == "memory":
             self.storage: IndexStorage = MemoryStorage(ttl=params.ttl)
@@ -195,27 +195,36 @@ class NearDupDetector:
                 if cached is None:
                     return self._skip(url, host, "no text")
                 return self._check_sketch(url, host, cached, excerpt, nbytes)
-        try:
-            if text is not None:
-                raw = text[: self.params.max_text_chars]
-            elif tree is not None:
-                raw = extract_main_text(tree, self.params.max_text_chars, fold=False)
-            elif html is not None:
-                raw = html_to_text(html, encoding, self.params.max_text_chars, fold=False)
-            else:
-                return self._skip(url, host, "no content")
-            token_hashes = self._sketcher.token_hashes(raw)
-        except (ValueError, TypeError, UnicodeError, MemoryError, RecursionError) as exc:
-            logger.debug("neardup: cannot read %s: %r", url, exc)
-            return self._skip(url, host, f"unreadable ({type(exc).__name__})")
-        if not len(token_hashes):
-            if repeat_key is not None:
-                self._repeats.put(repeat_key, "", None)
-            return self._skip(url, host, "no text")
-        sketch = self._sketcher.sketch(token_hashes, host)
-        if repeat_key is not None:
-            self._repeats.put(repeat_key, raw, sketch)
-        return self._check_sketch(url, host, sketch, raw, nbytes)
+        analysis = self._analyzer(url, html, text=text, tree=tree, encoding=encoding)
+        if repeat_key is not None and analysis.skip_reason in (None, "no text"):
+            self._repeats.put(repeat_key, analysis.excerpt, analysis.sketch)
+        return self.check_analysis(url, analysis, nbytes=nbytes)
+
+    def analyze(
+        self,
+        url: str,
+        html: bytes | str | None = None,
+        *,
+        text: str | None = None,
+        tree: Any = None,
+        encoding: str | None = None,
+    ) -> PageAnalysis:
+        """The per-page half of :meth:`check` (no index); see :class:`~.analysis.PageAnalyzer`."""
+        return self._analyzer(url, html, text=text, tree=tree, encoding=encoding)
+
+    def check_analysis(self, url: str, analysis: PageAnalysis, *, nbytes: int = 0) -> Verdict:
+        """The index half of :meth:`check`: decide and record a page analysed before.
+
+        ``analysis`` may come from another process (:class:`~.analysis.PageAnalyzer` with the
+        same parameters); verdicts are those :meth:`check` gives for the same pages in the same
+        order.
+
+        Raises:
+            StorageError: the store failed (after its own retries).
+        """
+        if analysis.sketch is None:
+            return self._skip(url, analysis.host, analysis.skip_reason or "no text")
+        return self._check_sketch(url, analysis.host, analysis.sketch, analysis.excerpt, nbytes)
 
     def skip(self, url: str, reason: str) -> Verdict:
         """Count a page as skipped (not HTML, too large, opted out...) without checking it."""
