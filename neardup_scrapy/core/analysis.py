@@ -3,18 +3,23 @@
 :class:`PageAnalyzer` is a pure function of the detector parameters, so it can run in another
 process (``neardup-scrapy scan --jobs``) while one process keeps the index; its result,
 :class:`PageAnalysis`, is picklable and is handed to :meth:`NearDupDetector.check_analysis`.
+The work itself is one compiled pass (:mod:`neardup_scrapy.core.native.page`) over the parsed
+tree, bounded in time by :attr:`DetectorParams.timeout`.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from .hosts import host_of
+from .native.page import NativeAnalyzer
 from .params import DetectorParams
-from .sketch import Sketch, Sketcher
-from .text import extract_main_text, html_to_text
+from .simhash import block_masks
+from .sketch import Sketch, host_salt
+from .text import parse_plain, tree_root
 
 logger = logging.getLogger(__name__)
 
@@ -30,8 +35,8 @@ class PageAnalysis:
         host: the page's host (lower-cased), as :func:`~.hosts.host_of` gives it.
         excerpt: the start of the page's main text (for report examples).
         sketch: the page's sketches, or ``None`` when the page cannot be checked.
-        skip_reason: why the page cannot be checked (``"no text"``, ``"unreadable (...)"``...),
-            ``None`` when it can.
+        skip_reason: why the page cannot be checked (``"no text"``, ``"timeout"``,
+            ``"unreadable (...)"``), ``None`` when it can.
     """
 
     host: str
@@ -41,11 +46,25 @@ class PageAnalysis:
 
 
 class PageAnalyzer:
-    """Turns a page into a :class:`PageAnalysis` for one set of :class:`DetectorParams`."""
+    """Turns a page into a :class:`PageAnalysis` for one set of :class:`DetectorParams`.
+
+    Not thread-safe (it reuses compiled buffers): one analyzer per thread.
+    """
 
     def __init__(self, params: DetectorParams) -> None:
         self.params = params
-        self._sketcher = Sketcher(params)
+        self._native = NativeAnalyzer(
+            params.seed,
+            params.num_perm,
+            params.shingle_size,
+            params.lsh_bands,
+            params.lsh_rows,
+            block_masks(params.simhash_distance),
+            mask_digits=params.mask_digits,
+            mask_dates=params.mask_dates,
+            char_mode=params.shingle_kind == "char",
+            max_chars=params.max_text_chars,
+        )
 
     def __call__(
         self,
@@ -58,22 +77,31 @@ class PageAnalyzer:
     ) -> PageAnalysis:
         """Analyse one page; the text comes from ``text``, else ``tree``, else ``html``.
 
-        Never raises on bad input: an unreadable page gives an analysis with a ``skip_reason``.
+        Never raises on bad input: an unreadable page gives an analysis with a ``skip_reason``;
+        a page whose parse and pass take longer than ``params.timeout`` is skipped as ``timeout``.
         """
         host = host_of(url)
+        salt = host_salt(host, self.params.seed) if self.params.scope == "host" else None
+        started = time.monotonic()
         try:
             if text is not None:
-                raw = text[: self.params.max_text_chars]
-            elif tree is not None:
-                raw = extract_main_text(tree, self.params.max_text_chars, fold=False)
-            elif html is not None:
-                raw = html_to_text(html, encoding, self.params.max_text_chars, fold=False)
+                page = self._native.analyze_text(text, salt)
             else:
-                return PageAnalysis(host, "", None, "no content")
-            token_hashes = self._sketcher.token_hashes(raw)
+                root = tree_root(tree) if tree is not None else None
+                if root is None and html is not None:
+                    root = parse_plain(html, encoding)
+                elif root is None:
+                    return PageAnalysis(host, "", None, "no content" if tree is None else "no text")
+                if root is None:
+                    return PageAnalysis(host, "", None, "no text")
+                left = self.params.timeout - (time.monotonic() - started)
+                if left <= 0:
+                    return PageAnalysis(host, "", None, "timeout")
+                page = self._native.analyze_tree(root, salt, left)
         except (ValueError, TypeError, UnicodeError, MemoryError, RecursionError) as exc:
             logger.debug("neardup: cannot read %s: %r", url, exc)
             return PageAnalysis(host, "", None, f"unreadable ({type(exc).__name__})")
-        if not len(token_hashes):
-            return PageAnalysis(host, "", None, "no text")
-        return PageAnalysis(host, raw[:EXCERPT_CHARS], self._sketcher.sketch(token_hashes, host))
+        if page.status != "ok":
+            return PageAnalysis(host, "", None, page.status)
+        excerpt = page.text[: EXCERPT_CHARS * 4].decode("utf-8", "ignore")[:EXCERPT_CHARS]
+        return PageAnalysis(host, excerpt, Sketch.from_native(page, self.params.lsh_bands))

@@ -66,8 +66,8 @@ class Column:
         return np.concatenate(self._chunks)[: self._rows]
 
 
-class StringColumn:
-    """Append-only UTF-8 strings in one bytearray with int64 end offsets."""
+class BytesColumn:
+    """Append-only byte strings in one bytearray with int64 end offsets."""
 
     def __init__(self) -> None:
         self._blob = bytearray()
@@ -81,11 +81,22 @@ class StringColumn:
         """Bytes allocated (blob plus offsets)."""
         return len(self._blob) + self._ends.nbytes
 
-    def append(self, text: str) -> int:
-        """Append a string and return its row."""
-        self._blob += text.encode("utf-8", "surrogatepass")
+    def append(self, value: bytes) -> int:
+        """Append a byte string and return its row."""
+        self._blob += value
         return self._ends.append(len(self._blob))
 
-    def __getitem__(self, row: int) -> str:
+    def __getitem__(self, row: int) -> bytes:
         start = int(self._ends[row - 1]) if row else 0
-        return self._blob[start : int(self._ends[row])].decode("utf-8", "surrogatepass")
+        return bytes(self._blob[start : int(self._ends[row])])
+
+
+class StringColumn(BytesColumn):
+    """Append-only strings, stored as UTF-8 (lone surrogates kept)."""
+
+    def append(self, value: str) -> int:  # type: ignore[override]
+        """Append a string and return its row."""
+        return super().append(value.encode("utf-8", "surrogatepass"))
+
+    def __getitem__(self, row: int) -> str:  # type: ignore[override]
+        return super().__getitem__(row).decode("utf-8", "surrogatepass")

@@ -2,24 +2,20 @@
 
 Per page, :meth:`NearDupDetector.check`:
 
-1. extracts and normalises the main-content text (``core.text``) and tokenises it;
-2. sketches it (``core.sketch``): a 128-bit digest, a MinHash signature, a 64-bit SimHash and
-   the bucket keys of the exact table, the MinHash bands and the SimHash block tables;
-3. asks the store for every page sharing a bucket, then **verifies** each candidate -- a
-   bucket hit alone never makes a duplicate:
-
-   * ``exact``: same digest (identical normalised main text);
-   * ``near``: by algorithm, ``minhash``: estimated Jaccard ``J >= threshold``; ``simhash``:
-     Hamming distance ``H <= simhash_distance``; ``both``: either;
-   * pages with fewer than ``min_tokens`` tokens are matched exactly only;
-
-4. joins the cluster of the best verified candidate, with a guard against chaining: the page
-   must pass the test against the cluster's representative (its first page), or be very
-   similar to the member it matched (``J >= (1 + threshold) / 2``) and still fairly similar to
-   the representative (``J >= threshold - 0.2``). Clusters whose representatives the page
-   passes directly are merged (union-find); the earliest representative stays;
-5. commits the page atomically (a shared store re-runs the check if another process changed
-   a bucket meanwhile) and updates the per-host and mirror counters.
+1. analyses the page in one compiled pass (:mod:`.analysis`): main text, tokens, a 128-bit
+   digest, a MinHash signature, a 64-bit SimHash, the bucket keys of the exact table, the
+   MinHash bands and the SimHash block tables, and the page's profile (edit sketch, heading);
+2. asks the store for every page sharing a bucket (or the page's url: a page fetched again is
+   the same page, not a duplicate of itself), then **verifies** each candidate by the rule of
+   :mod:`.verify` -- a bucket hit alone never makes a duplicate;
+3. joins the cluster of the best verified candidate, with a guard against chaining: the page
+   must pass the rule against the cluster's representative (its first page), or pass it against
+   a member at ``J >= (1 + T) / 2`` while its headings agree with the representative's and
+   ``J >= max(0.3, T - 0.3)`` with it. Clusters whose representatives the page passes directly are
+   merged (union-find); the earliest representative stays;
+4. commits the page atomically (a shared store re-runs the check if another process changed
+   a bucket meanwhile); the store updates per-host counters and the mirror evidence, from which
+   mirror hosts are named (:mod:`.mirrors`).
 """
 
 from __future__ import annotations
@@ -34,13 +30,15 @@ from typing import Any
 import numpy as np
 
 from .analysis import PageAnalysis, PageAnalyzer
-from .hosts import host_of, mirror_target
+from .hosts import host_of
 from .minhash import estimate_jaccard
+from .mirrors import MirrorPair, mirror_pairs, undecided_pairs
+from .native.sketch import heads_agree
 from .params import DetectorParams, describe_banding
 from .repeats import RepeatCache
 from .report_data import build_report
 from .simhash import hamming_many
-from .sketch import Sketch
+from .sketch import Sketch, url_key
 from .storage.base import (
     Commit,
     CommitResult,
@@ -52,6 +50,7 @@ from .storage.base import (
 )
 from .storage.memory import MemoryStorage
 from .verdict import Status, Verdict
+from .verify import PairRule
 
 logger = logging.getLogger(__name__)
 
@@ -59,35 +58,41 @@ _MAX_COMMIT_ATTEMPTS = 20
 _EXCERPT_CHARS = 2000  # per side of a report example
 _CACHED_CHARS = 8000  # per cached text, so the window can move to where two texts differ
 _MAX_EXAMPLES = 50
+_MIRROR_REFRESH_PAGES = 100  # pages between two looks at the mirror evidence
+_MIRROR_REFRESH_SECONDS = 5.0
 _EMPTY_KEYS = np.empty(0, dtype=np.uint64)
 
 
 @dataclass
 class _Match:
-    """A verified decision before commit."""
+    """A verified decision before commit (``revisit``: the url was checked before, with the
+    status it got then in ``before``)."""
 
-    status: Status
+    status: str
     root: int = -1
     root_url: str | None = None
-    root_host: str | None = None
     similarity: float | None = None
     hamming: int | None = None
     matched_url: str | None = None
     unions: list[tuple[int, int]] = field(default_factory=list)
     reason: str = ""
+    before: str = "unique"
 
 
 class NearDupDetector:
     """Crawl-time exact and near-duplicate detection over main content.
 
     Args:
-        threshold: Jaccard similarity for a near-duplicate (default 0.8).
-        algorithm: ``"both"`` (default), ``"minhash"`` or ``"simhash"``.
+        threshold: Jaccard similarity for a near-duplicate (default 0.8; see :mod:`.verify`).
+        algorithm: ``"both"`` (default: candidates from MinHash bands and SimHash blocks),
+            ``"minhash"`` or ``"simhash"``.
         storage: ``None``/``"memory"`` for the in-memory store, another kind understood by
             :func:`neardup_scrapy.core.storage.open_storage`, or an :class:`IndexStorage`.
         keep_excerpts: how many recent unique pages' main texts to keep (8,000 characters each,
             at most) so the report can show near-duplicate pairs side by side, cut around
             their first difference. 0 keeps none.
+        repeat_cache: bodies whose sketch is remembered, so a byte-identical body is not parsed
+            again (0 disables).
         **params: any other :class:`DetectorParams` field (``num_perm``, ``shingle_size``, ...).
 
     Raises:
@@ -135,6 +140,7 @@ class NearDupDetector:
     ) -> None:
         self.params = params
         self._analyzer = PageAnalyzer(params)
+        self._rule = PairRule(params)
         self._repeats = RepeatCache(repeat_cache, params.seed)
         if storage is None or storage == "memory":
             self.storage: IndexStorage = MemoryStorage(ttl=params.ttl)
@@ -149,10 +155,15 @@ class NearDupDetector:
         self._excerpts: OrderedDict[int, str] = OrderedDict()
         self._examples: list[dict[str, Any]] = []
         self._mirrors: dict[str, str] = {}
+        self._confirmed: set[tuple[str, str]] = set()
+        self._undecided: set[tuple[str, str]] = set()
+        self._mirror_checked = (0, 0.0)
         self.counts: dict[str, int] = dict.fromkeys(("pages", "unique", "exact", "near", "skipped"), 0)
+        self.revisits = 0
         self.skip_reasons: dict[str, int] = {}
         self.started = time.time()
         logger.debug("neardup detector: %s", describe_banding(params))
+        self._refresh_mirrors(force=True)
 
     # -- public API ------------------------------------------------------------------------------
     def check(
@@ -231,13 +242,18 @@ class NearDupDetector:
         return self._skip(url, host_of(url), reason)
 
     def mirror_of(self, host: str) -> str | None:
-        """The host ``host`` has been confirmed to mirror, if any (as seen by this process)."""
+        """The origin host that ``host`` has been confirmed to mirror (its strongest), if any."""
         return self._mirrors.get(host)
 
     @property
     def mirrors(self) -> dict[str, str]:
-        """``{host: mirrored host}`` confirmed so far by this process."""
+        """``{mirror host: strongest origin host}`` confirmed so far."""
         return dict(self._mirrors)
+
+    def mirror_pairs(self) -> list[MirrorPair]:
+        """Every (mirror host, origin host) pair the index's evidence supports now."""
+        ev = self.storage.mirror_evidence()
+        return mirror_pairs(ev, self.params.mirror_min_pages, self.params.mirror_share)
 
     def report(
         self,
@@ -284,25 +300,28 @@ class NearDupDetector:
         if algorithm == "both":
             return sketch.keys
         if algorithm == "minhash":
-            return sketch.keys[: 1 + len(sketch.band_keys)]
+            return sketch.keys[: 1 + sketch.bands]
         return np.concatenate([sketch.exact_key, sketch.simhash_keys])
 
     def _check_sketch(self, url: str, host: str, sketch: Sketch, raw: str, nbytes: int) -> Verdict:
-        keys = self._lookup_keys(sketch)
+        content_keys = self._lookup_keys(sketch)
+        keys = np.append(content_keys, url_key(url, self.params.seed))
         exact_only = sketch.tokens < self.params.min_tokens
         lookup_or_insert: LookupOrInsert | None = getattr(self.storage, "lookup_or_insert", None)
         for _attempt in range(_MAX_COMMIT_ATTEMPTS):
             if lookup_or_insert is not None:
                 # A page without candidate is unique: the store commits it in the lookup's step.
                 match = self._no_candidate(exact_only)
-                provisional = self._commit_for(url, host, sketch, match, None, nbytes, keys=keys)
+                provisional = self._commit_for(url, host, sketch, match, None, nbytes, keys)
                 ids, token, result = lookup_or_insert(keys, provisional)
                 if result is not None:
                     break
             else:
                 ids, token = self.storage.lookup(keys)
-            match = self._decide(sketch, self.storage.fetch(ids) if len(ids) else None, exact_only)
-            result = self.storage.commit(self._commit_for(url, host, sketch, match, token, nbytes, keys=keys))
+            match = self._decide(url, sketch, self.storage.fetch(ids) if len(ids) else None, exact_only)
+            if match.status == "revisit":
+                return self._revisit(url, host, sketch, match, exact_only)
+            result = self.storage.commit(self._commit_for(url, host, sketch, match, token, nbytes, keys))
             if result is not None:
                 break
         else:
@@ -319,17 +338,16 @@ class NearDupDetector:
         match: _Match,
         token: object,
         nbytes: int,
-        *,
         keys: np.ndarray[Any, np.dtype[np.uint64]] | None = None,
     ) -> Commit:
-        """The store changes for one decided page (exact duplicates add no bucket entries).
+        """The store changes for one decided page.
 
-        ``keys`` are the page's lookup keys when already computed.
+        ``keys`` are the page's lookup keys (content keys, then the url key) when already
+        computed. Exact duplicates add only their url key: they are found through their root.
         """
-        if match.status == "exact":
-            commit_keys = _EMPTY_KEYS
-        else:
-            commit_keys = self._lookup_keys(sketch) if keys is None else keys
+        if keys is None:
+            keys = np.append(self._lookup_keys(sketch), url_key(url, self.params.seed))
+        commit_keys = keys[-1:] if match.status == "exact" else keys
         record = DocRecord(
             url=url,
             host=host,
@@ -341,7 +359,10 @@ class NearDupDetector:
             similarity=float("nan") if match.similarity is None else match.similarity,
             hamming=-1 if match.hamming is None else match.hamming,
             added=time.time(),
+            profile=sketch.profile,
         )
+        linked = sketch.canonical.startswith(("http://", "https://", "//"))
+        canonical = host_of(sketch.canonical) if linked else ""
         return Commit(
             record=record,
             keys=commit_keys,
@@ -349,7 +370,7 @@ class NearDupDetector:
             unions=match.unions,
             host=host,
             status=match.status,
-            duplicate_host=match.root_host,
+            canonical_host=canonical if canonical and canonical != host else None,
             nbytes=nbytes,
         )
 
@@ -366,13 +387,7 @@ class NearDupDetector:
     ) -> Verdict:
         self.counts["pages"] += 1
         self.counts[match.status] += 1
-        target = mirror_target(
-            host, result.host_pages, result.host_pairs, self.params.mirror_min_pages, self.params.mirror_share
-        )
-        if target is not None:
-            self._mirrors[host] = target[0]
-        else:
-            self._mirrors.pop(host, None)
+        self._refresh_mirrors()
         if match.status == "near" and len(self._examples) < _MAX_EXAMPLES and match.root in self._excerpts:
             left, right = _around_first_difference(_excerpt(self._excerpts[match.root]), _excerpt(raw))
             self._examples.append(
@@ -388,10 +403,11 @@ class NearDupDetector:
             self._excerpts[result.doc_id] = raw[:_CACHED_CHARS]  # folded when shown
             while len(self._excerpts) > self._keep_excerpts:
                 self._excerpts.popitem(last=False)
+        status: Status = match.status  # type: ignore[assignment]
         return Verdict(
             url=url,
             host=host,
-            status=match.status,
+            status=status,
             duplicate_of=match.root_url,
             similarity=match.similarity,
             hamming=match.hamming,
@@ -404,6 +420,62 @@ class NearDupDetector:
             doc_id=result.doc_id,
         )
 
+    def _revisit(self, url: str, host: str, sketch: Sketch, match: _Match, exact_only: bool) -> Verdict:
+        """A url checked before: the same page, reported as it was, indexed once."""
+        self.revisits += 1
+        status: Status = match.before  # type: ignore[assignment]
+        return Verdict(
+            url=url,
+            host=host,
+            status=status,
+            duplicate_of=None if status == "unique" else match.root_url,
+            similarity=match.similarity,
+            hamming=match.hamming,
+            cluster=match.root_url,
+            mirror_of=self._mirrors.get(host),
+            reason=match.reason,
+            matched=url,
+            tokens=sketch.tokens,
+            exact_only=exact_only,
+            doc_id=match.root,
+        )
+
+    def _refresh_mirrors(self, force: bool = False) -> None:
+        """Name mirror hosts from the store's evidence (every few pages or seconds).
+
+        A pair once confirmed stays while it would still pass at 80% of ``mirror_share`` and
+        no evidence reverses its direction, so a mirror does not flip back and forth.
+        """
+        pages, when = self._mirror_checked
+        now = time.monotonic()
+        recent = now - when < _MIRROR_REFRESH_SECONDS
+        if not force and self.counts["pages"] - pages < _MIRROR_REFRESH_PAGES and recent:
+            return
+        self._mirror_checked = (self.counts["pages"], now)
+        min_pages, share = self.params.mirror_min_pages, self.params.mirror_share
+        ev = self.storage.mirror_evidence()
+        pairs = {(p.host, p.mirror_of): p for p in mirror_pairs(ev, min_pages, share)}
+        kept = {(p.host, p.mirror_of): p for p in mirror_pairs(ev, min_pages, 0.8 * share)}
+        confirmed = set(pairs) | {pair for pair in self._confirmed if pair in kept}
+        for host, origin in sorted(confirmed - self._confirmed):
+            shared = kept[(host, origin)].pages
+            logger.info("neardup: %s mirrors %s (%d pages in common)", host, origin, shared)
+        for host, origin in sorted(self._confirmed - confirmed):
+            logger.info("neardup: %s no longer looks like a mirror of %s", host, origin)
+        for pair in undecided_pairs(ev, min_pages, share):
+            if pair not in self._undecided:
+                self._undecided.add(pair)
+                logger.info(
+                    "neardup: %s and %s serve the same pages; nothing tells which copies the other", *pair
+                )
+        self._confirmed = confirmed
+        strongest: dict[str, tuple[int, str]] = {}
+        for host, origin in confirmed:
+            n = kept[(host, origin)].pages
+            if host not in strongest or (n, origin) > strongest[host]:
+                strongest[host] = (n, origin)
+        self._mirrors = {host: origin for host, (_, origin) in strongest.items()}
+
     def _no_candidate(self, exact_only: bool) -> _Match:
         """The decision for a page with no candidate at all."""
         return _Match(
@@ -413,7 +485,7 @@ class NearDupDetector:
     def _exact_only_reason(self) -> str:
         return f"fewer than {self.params.min_tokens} tokens: matched exactly only"
 
-    def _decide(self, sketch: Sketch, batch: DocBatch | None, exact_only: bool) -> _Match:
+    def _decide(self, url: str, sketch: Sketch, batch: DocBatch | None, exact_only: bool) -> _Match:
         if batch is None or not len(batch):
             return self._no_candidate(exact_only)
         if self.params.ttl is not None:
@@ -426,6 +498,19 @@ class NearDupDetector:
         roots, ids = batch.roots.tolist(), batch.ids.tolist()
         known = _Rows(self.storage, sketch, batch, sims, dists)
 
+        for i, other in enumerate(batch.urls):
+            if other == url and alive[i]:
+                rep = known.find(roots[i])
+                return _Match(
+                    "revisit",
+                    root=roots[i],
+                    root_url=rep.url,
+                    similarity=None if roots[i] == ids[i] else rep.similarity,
+                    hamming=None if roots[i] == ids[i] else rep.hamming,
+                    reason="this url was checked before",
+                    before=batch.statuses[i] if batch.statuses else "unique",
+                )
+
         exact_rows = [i for i, d in enumerate(batch.digests) if d == sketch.digest and alive[i]]
         if exact_rows:
             row = min(exact_rows, key=lambda i: (roots[i], ids[i]))
@@ -434,7 +519,6 @@ class NearDupDetector:
                 "exact",
                 root=roots[row],
                 root_url=rep.url,
-                root_host=rep.host,
                 similarity=rep.similarity,
                 hamming=rep.hamming,
                 matched_url=batch.urls[row],
@@ -443,20 +527,37 @@ class NearDupDetector:
         if exact_only:
             return _Match("unique", reason=self._exact_only_reason())
 
-        passing = [i for i in range(len(batch)) if alive[i] and self._passes_one(sims[i], dists[i])]
-        if not passing:
+        reasons: dict[int, str] = {}
+        for i in range(len(batch)):
+            if alive[i]:
+                why = self._rule.judge(
+                    sims[i],
+                    dists[i],
+                    profiles=(sketch.profile, known.profile(ids[i])),
+                    urls=(url, batch.urls[i]),
+                )
+                if why is not None:
+                    reasons[i] = why
+        if not reasons:
             return _Match("unique", reason=f"{len(batch)} candidate(s), none similar enough")
-        candidate_roots = sorted({roots[i] for i in passing})
+        candidate_roots = sorted({roots[i] for i in reasons})
         known.prefetch(candidate_roots)
 
         member_bar = (1.0 + self.params.threshold) / 2.0
-        floor = self.params.threshold - 0.2
+        floor = self.params.edit_floor
         accepted: list[tuple[float, int, int, int, bool]] = []  # (similarity, -root, root, best_row, direct)
         for root in candidate_roots:
             rep = known.find(root)
-            direct = self._passes_one(rep.similarity, rep.hamming)
-            best_row = max((i for i in passing if roots[i] == root), key=lambda i: (sims[i], -ids[i]))
-            via_member = sims[best_row] >= member_bar and rep.similarity >= floor
+            verdict = self._rule.judge(
+                rep.similarity, rep.hamming, profiles=(sketch.profile, rep.profile), urls=(url, rep.url)
+            )
+            direct = verdict is not None
+            best_row = max((i for i in reasons if roots[i] == root), key=lambda i: (sims[i], -ids[i]))
+            via_member = (
+                sims[best_row] >= member_bar
+                and rep.similarity >= floor
+                and (not rep.profile or heads_agree(sketch.profile, rep.profile))
+            )
             if direct or via_member:
                 accepted.append((rep.similarity, -root, root, best_row, direct))
         if not accepted:
@@ -469,28 +570,19 @@ class NearDupDetector:
         final_root = direct_roots[0]
         unions = [(r, final_root) for r in direct_roots[1:]]
         final = known.find(final_root)
-        reason = f"J~{sims[best_row]:.2f}, H={dists[best_row]} with {batch.urls[best_row]}" + (
+        reason = f"{reasons[best_row]} with {batch.urls[best_row]}" + (
             f"; merged {len(unions)} cluster(s)" if unions else ""
         )
         return _Match(
             "near",
             root=final_root,
             root_url=final.url,
-            root_host=final.host,
             similarity=final.similarity,
             hamming=final.hamming,
             matched_url=batch.urls[best_row],
             unions=unions,
             reason=reason,
         )
-
-    def _passes_one(self, similarity: float, distance: int) -> bool:
-        algorithm = self.params.algorithm
-        if algorithm == "minhash":
-            return similarity >= self.params.threshold
-        if algorithm == "simhash":
-            return distance <= self.params.simhash_distance
-        return similarity >= self.params.threshold or distance <= self.params.simhash_distance
 
 
 @dataclass
@@ -501,6 +593,7 @@ class _Doc:
     host: str
     similarity: float
     hamming: int
+    profile: bytes
 
 
 class _Rows:
@@ -530,9 +623,14 @@ class _Rows:
             self.prefetch([doc_id])
         return self._docs[doc_id]
 
+    def profile(self, doc_id: int) -> bytes:
+        """The profile of a page of the batch."""
+        return self._docs[doc_id].profile
+
     def _add(self, batch: DocBatch, sims: list[float], dists: list[int]) -> None:
+        profiles = batch.profiles or [b""] * len(batch)
         for i, doc_id in enumerate(batch.ids.tolist()):
-            self._docs[doc_id] = _Doc(batch.urls[i], batch.hosts[i], sims[i], dists[i])
+            self._docs[doc_id] = _Doc(batch.urls[i], batch.hosts[i], sims[i], dists[i], profiles[i])
 
 
 def _excerpt(text: str) -> str:
@@ -547,3 +645,4 @@ def _around_first_difference(a: str, b: str) -> tuple[str, str]:
     if start:
         start = a.rfind(" ", 0, start) + 1  # do not cut a word
     return a[start : start + _EXCERPT_CHARS], b[start : start + _EXCERPT_CHARS]
+

@@ -1,4 +1,4 @@
-"""MinHash signatures by one-permutation hashing (numpy), b-bit storage and Jaccard estimation.
+"""MinHash: how the signatures are made (in :mod:`.native.sketch`), b-bit storage and Jaccard estimation.
 
 Classic MinHash applies ``k = num_perm`` hash functions to every shingle and keeps each one's
 minimum; for two sets, ``P[m_i(A) = m_i(B)] = J(A, B)``, so the share of equal positions
@@ -28,83 +28,10 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from .hashing import mix64, seeded_constants
-
-U64 = npt.NDArray[np.uint64]
 U32 = npt.NDArray[np.uint32]
 U16 = npt.NDArray[np.uint16]
 
-_EMPTY = np.uint32(0xFFFFFFFF)
-_PROBES = 256  # precomputed probe steps per bin; longer sequences are hashed on demand
-_FIRST_PROBES = 16
 _B_BIT_COLLISION = 2.0**-16
-_S32 = np.uint64(32)
-
-
-class MinHasher:
-    """Seeded one-permutation MinHash with ``num_perm`` bins and optimal densification."""
-
-    def __init__(self, num_perm: int, seed: int) -> None:
-        self.num_perm = num_perm
-        power = num_perm.bit_length() - 1
-        self._shift = np.uint64(64 - power) if num_perm == 1 << power and power >= 1 else None
-        self._salt = seeded_constants(seed, "minhash-oph", 1)[0]
-        self._probe_seed = int(seeded_constants(seed, "minhash-probe", 1)[0])
-        self._probes = self._probe_bins(np.arange(num_perm, dtype=np.uint64), 0, _PROBES)
-        self._first_probes = np.ascontiguousarray(self._probes[:, :_FIRST_PROBES])
-        self._rows = np.arange(num_perm, dtype=np.intp)
-
-    def _bin(self, hashes: U64) -> npt.NDArray[np.intp]:
-        """Bin of each hash from its top 32 bits: ``floor(hi32 * num_perm / 2**32)``.
-
-        For a power of two ``num_perm = 2**b`` that is the top ``b`` bits, one shift.
-        """
-        if self._shift is not None:
-            return (hashes >> self._shift).astype(np.intp)
-        return ((hashes >> _S32) * np.uint64(self.num_perm) >> _S32).astype(np.intp)
-
-    def _probe_bins(self, bins: U64, first: int, count: int) -> npt.NDArray[np.intp]:
-        """Probe steps ``first .. first + count - 1`` of the sequences of ``bins``, shape (len, count)."""
-        steps = np.arange(first, first + count, dtype=np.uint64)
-        keys = (bins[:, None] << _S32) ^ steps[None, :] ^ np.uint64(self._probe_seed)
-        return self._bin(mix64(keys))
-
-    def signature(self, shingles: U64) -> U32:
-        """MinHash signature (uint32 per bin) of a shingle-hash array; all bins empty for no shingles."""
-        best = np.full(self.num_perm, _EMPTY, dtype=np.uint32)
-        if len(shingles) == 0:
-            return best
-        mixed = mix64(shingles ^ self._salt)
-        np.minimum.at(best, self._bin(mixed), mixed.astype(np.uint32))  # low 32 bits
-        empty = best == _EMPTY
-        if np.count_nonzero(empty):
-            self._densify(best, empty)
-        return best
-
-    def _densify(self, values: U32, empty: npt.NDArray[np.bool_]) -> None:
-        """Fill each empty bin from the first non-empty bin of its probe sequence (in place).
-
-        Only empty bins are written and only non-empty ones read, so one array serves as both.
-        """
-        filled = ~empty
-        todo = np.flatnonzero(empty)
-        # Most probe sequences end within a few steps: look at the first few for all bins first.
-        probes = self._first_probes[todo]
-        first = 0
-        while True:
-            # The first hit of each row; a row without one points at an empty bin.
-            chosen = probes[self._rows[: len(todo)], filled[probes].argmax(axis=1)]
-            found = filled[chosen]
-            if np.count_nonzero(found) == len(todo):
-                values[todo] = values[chosen]
-                return
-            values[todo[found]] = values[chosen[found]]
-            todo = todo[~found]
-            first += probes.shape[1]
-            if first < _PROBES:
-                probes = self._probes[todo, first:]
-            else:
-                probes = self._probe_bins(todo.astype(np.uint64), first, _PROBES)
 
 
 def low16(signature: U32) -> U16:

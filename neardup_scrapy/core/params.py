@@ -10,8 +10,11 @@ SCOPES = ("global", "host")
 SHINGLE_KINDS = ("word", "char")
 
 #: Bumped whenever hashing, shingling or key layout changes, so an old store refuses to open.
-HASH_SCHEME = "xxh3-64/seed;minhash-oph-densified/v2;simhash-xxh3;keys-u64/v2;exact-xxh3-128-of-token-hashes"
-FORMAT_VERSION = 1
+HASH_SCHEME = (
+    "native-v1:mr64/seed;tokens-nfkc-nospace-chars-dates;minhash-oph-densified;simhash-bytelanes;keys-u64/v3"
+)
+#: Bumped whenever the stored record changes (v2: page profiles, url keys, mirror evidence).
+FORMAT_VERSION = 2
 
 
 class ParameterError(ValueError):
@@ -78,16 +81,22 @@ class DetectorParams:
         num_perm: MinHash signature length.
         shingle_size: words (or characters, with ``shingle_kind="char"``) per shingle.
         shingle_kind: ``"word"`` or ``"char"`` (for languages written without spaces).
-        simhash_distance: maximal Hamming distance of two near-duplicate SimHashes (0..8).
+        simhash_distance: SimHash block tables find candidates within this many bits (0..8).
         min_tokens: pages with fewer tokens are matched only exactly.
         scope: ``"global"`` compares all pages; ``"host"`` only pages of one host.
         max_text_chars: main text is cut at this many characters.
-        mask_digits: replace digits by ``0`` so timestamps and counters do not break shingles.
+        mask_digits: replace every digit by ``0`` (off: numbers are content; see ``mask_dates``).
+        mask_dates: replace the digits of calendar dates and times of day by ``0`` (they change
+            between two fetches of one page).
         seed: seed of every hash; part of the persisted parameters.
-        bands, rows: MinHash LSH banding; 0 means chosen from ``threshold`` (see :func:`choose_bands`).
-        mirror_min_pages: pages a host needs that duplicate another host's before it can be a mirror.
-        mirror_share: share of a host's pages that must duplicate one other host.
+        bands, rows: MinHash LSH banding; 0 means chosen from the edit floor (see
+            :func:`choose_bands` and :attr:`edit_floor`).
+        mirror_min_pages: pages of a host that must share clusters with another host before the
+            pair can be named a mirror and its origin.
+        mirror_share: share of a host's pages that must duplicate other hosts' pages for the
+            host to be a mirror.
         ttl: seconds after which an indexed page is forgotten (``None``: never).
+        timeout: seconds the per-page pass may take; a page past it is skipped (``timeout``).
     """
 
     threshold: float = 0.8
@@ -96,16 +105,18 @@ class DetectorParams:
     shingle_size: int = 5
     shingle_kind: str = "word"
     simhash_distance: int = 3
-    min_tokens: int = 20
+    min_tokens: int = 10
     scope: str = "global"
     max_text_chars: int = 500_000
-    mask_digits: bool = True
+    mask_digits: bool = False
+    mask_dates: bool = True
     seed: int = 1
     bands: int = 0
     rows: int = 0
-    mirror_min_pages: int = 3
+    mirror_min_pages: int = 5
     mirror_share: float = 0.5
     ttl: float | None = None
+    timeout: float = 1.0
     _derived: tuple[int, int] = field(default=(0, 0), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -142,6 +153,11 @@ class DetectorParams:
         )
         self._check(0.0 < self.mirror_share <= 1.0, "mirror_share", "a number in (0, 1]")
         self._check(self.ttl is None or self.ttl > 0, "ttl", "a positive number of seconds or None")
+        self._check(
+            isinstance(self.timeout, (int, float)) and 0 < self.timeout <= 600,
+            "timeout",
+            "a number of seconds in (0, 600]",
+        )
         if self.bands or self.rows:
             self._check(
                 self.bands >= 1 and self.rows >= 1 and self.bands * self.rows <= self.num_perm,
@@ -150,13 +166,25 @@ class DetectorParams:
             )
             derived = (self.bands, self.rows)
         else:
-            derived = choose_bands(self.threshold, self.num_perm)
+            derived = choose_bands(self.edit_floor + 0.15, self.num_perm)
         object.__setattr__(self, "_derived", derived)
 
     @staticmethod
     def _check(ok: bool, name: str, accepts: str) -> None:
         if not ok:
             raise ParameterError(f"invalid detector parameter {name!r}: expected {accepts}")
+
+    @property
+    def strict_threshold(self) -> float:
+        """Similarity at which two pages are near-duplicates whatever their headings or edits:
+        ``T + 3 (1 - T) / 4`` (0.95 at ``T = 0.8``)."""
+        return self.threshold + 0.75 * (1.0 - self.threshold)
+
+    @property
+    def edit_floor(self) -> float:
+        """Lowest similarity at which an edited copy (a few inserted or deleted passages) is a
+        near-duplicate: ``max(0.3, T - 0.3)`` (0.5 at ``T = 0.8``)."""
+        return max(0.3, self.threshold - 0.3)
 
     @property
     def lsh_bands(self) -> int:
@@ -177,7 +205,7 @@ class DetectorParams:
     def index_signature(self) -> dict[str, Any]:
         """Parameters a persisted index depends on; a store refuses to open when they differ."""
         data = self.as_dict()
-        for volatile in ("mirror_min_pages", "mirror_share", "ttl", "max_text_chars", "algorithm"):
+        for volatile in ("mirror_min_pages", "mirror_share", "ttl", "max_text_chars", "algorithm", "timeout"):
             data.pop(volatile)
         data["hash_scheme"] = HASH_SCHEME
         data["format_version"] = FORMAT_VERSION

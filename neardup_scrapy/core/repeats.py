@@ -1,7 +1,7 @@
 """Sketches of recently seen page bodies, so a byte-identical body is not parsed again.
 
 Crawls fetch the same bytes under many urls (session ids, tracking parameters, mirror hosts
-serving one file). A 128-bit xxh3 of the body costs about 1/100 of parsing it; on a hit the
+serving one file). A 128-bit digest of the body costs about 1/100 of parsing it; on a hit the
 detector reuses the sketch it computed for that body and goes straight to the index, which
 then finds the exact duplicate as it would have. Verdicts are unchanged, only the work before
 the index lookup is skipped.
@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-import xxhash
-
+from .native.sketch import digest_bytes
 from .sketch import Sketch
 
 #: Characters of the main text kept per entry (for the report's side-by-side excerpts).
@@ -36,7 +35,7 @@ class RepeatCache:
     def key(self, html: bytes | str, encoding: str | None, salt: str) -> bytes:
         """The key of a body as decoded with ``encoding``; ``salt`` separates scopes (the host)."""
         data = html.encode("utf-8", "surrogatepass") if isinstance(html, str) else bytes(html)
-        digest = xxhash.xxh3_128_digest(data, self._seed)
+        digest = digest_bytes(data, self._seed)
         return b"\0".join(
             (digest, (encoding or "").encode("utf-8", "replace"), salt.encode("utf-8", "replace"))
         )

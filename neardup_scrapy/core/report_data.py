@@ -6,7 +6,7 @@ import datetime as dt
 from importlib import metadata
 from typing import Any
 
-from .hosts import mirror_target
+from .mirrors import mirror_pairs
 from .params import DetectorParams
 from .storage.base import IndexStorage
 
@@ -44,29 +44,18 @@ def build_report(
         storage_errors: pages passed through because the store failed.
     """
     counts = storage.host_counts()
-    pairs = storage.host_pairs()
-    pairs_by_host: dict[str, dict[str, int]] = {}
-    for (host, other), n in pairs.items():
-        pairs_by_host.setdefault(host, {})[other] = n
-
     mirrors: list[dict[str, Any]] = []
     mirror_of: dict[str, str] = {}
-    for host, c in counts.items():
-        target = mirror_target(
-            host, c.pages, pairs_by_host.get(host, {}), params.mirror_min_pages, params.mirror_share
+    for pair in mirror_pairs(storage.mirror_evidence(), params.mirror_min_pages, params.mirror_share):
+        mirror_of.setdefault(pair.host, pair.mirror_of)  # strongest origin first
+        mirrors.append(
+            {
+                "host": pair.host,
+                "mirror_of": pair.mirror_of,
+                "pages": pair.pages,
+                "duplicate_share": pair.duplicate_share,
+            }
         )
-        if target is not None:
-            mirror_of[host] = target[0]
-            mirrors.append(
-                {
-                    "host": host,
-                    "mirror_of": target[0],
-                    "pages": c.pages,
-                    "duplicate_pages": target[1],
-                    "duplicate_share": round(target[1] / c.pages, 4),
-                }
-            )
-    mirrors.sort(key=lambda m: (-m["duplicate_pages"], m["host"]))
 
     hosts: list[dict[str, Any]] = []
     for host, c in counts.items():

@@ -1,4 +1,5 @@
-"""64-bit SimHash (Charikar 2002) and the permuted-block tables of Manku, Jain and Das Sarma (2007).
+"""64-bit SimHash (Charikar 2002; computed in :mod:`.native.sketch`) and the permuted-block tables of
+Manku, Jain and Das Sarma (2007).
 
 SimHash: every shingle hash votes on each of the 64 bits (+1 where the bit is set, -1 where
 not; a shingle that occurs twice votes twice); bit ``j`` of the fingerprint is 1 where the vote
@@ -24,41 +25,7 @@ import numpy.typing as npt
 
 U64 = npt.NDArray[np.uint64]
 
-_UNPACK_MAX = 2048
 _BITWISE_COUNT = getattr(np, "bitwise_count", None)  # numpy >= 2.0
-_POSITION_OFFSETS = np.arange(0, 2048, 256, dtype=np.intp)
-# _BYTE_BITS[v, j] = bit j of byte value v.
-_BYTE_BITS = ((np.arange(256)[:, None] >> np.arange(8)[None, :]) & 1).astype(np.int64)
-# Row offsets of the 255-row chunks whose byte lanes are summed without overflow.
-_LANE_CHUNKS = np.arange(0, _UNPACK_MAX, 255, dtype=np.intp)
-
-
-def simhash64(shingles: U64) -> int:
-    """SimHash fingerprint of a shingle-hash array (0 for an empty array).
-
-    Bit votes: up to ``_UNPACK_MAX`` shingles, ``unpackbits`` spreads the 64 bits of each
-    shingle into one byte each, an ``n x 64`` matrix read as ``n x 8`` uint64 words whose byte
-    lanes are summed 255 rows at a time (no carry crosses a lane), then the lanes are added up;
-    above it, one ``bincount`` of the byte values at each of the 8 byte positions and a 256x8
-    bit table give the per-bit counts without the ``n x 64`` intermediate.
-    """
-    n = len(shingles)
-    if n == 0:
-        return 0
-    as_bytes = np.ascontiguousarray(shingles, dtype="<u8").view(np.uint8)
-    if n <= _UNPACK_MAX:
-        # (a float32 matrix product would be faster but wakes BLAS threads, which spin on the
-        # cores the crawl needs)
-        lanes = np.unpackbits(as_bytes, bitorder="little").view(np.uint64).reshape(n, 8)
-        partial = np.add.reduceat(lanes, _LANE_CHUNKS[: (n + 254) // 255], axis=0)
-        ones = partial.view(np.uint8).reshape(-1, 64).sum(axis=0, dtype=np.int32)
-    else:
-        # bincount of (position * 256 + byte value), then bits of each byte value
-        slots = (as_bytes.reshape(n, 8).astype(np.intp) + _POSITION_OFFSETS).ravel()
-        counts = np.bincount(slots, minlength=2048).reshape(8, 256)
-        ones = (counts @ _BYTE_BITS).ravel()
-    positive = ones * 2 > n
-    return int(np.packbits(positive, bitorder="little").view("<u8")[0])
 
 
 def hamming(a: int, b: int) -> int:

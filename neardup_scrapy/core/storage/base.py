@@ -30,6 +30,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from neardup_scrapy.core.mirrors import MirrorEvidence
+
 U64Array = npt.NDArray[np.uint64]
 I64Array = npt.NDArray[np.int64]
 U16Array = npt.NDArray[np.uint16]
@@ -89,6 +91,7 @@ class DocRecord:
         similarity: estimated Jaccard with the representative (``nan`` for unique).
         hamming: SimHash distance to the representative (``-1`` for unique).
         added: time (seconds since the epoch) the page was indexed.
+        profile: the verification profile (edit sketch, heading and title words).
         excerpt: a short excerpt of its main text (kept only by stores that keep excerpts).
     """
 
@@ -102,6 +105,7 @@ class DocRecord:
     similarity: float
     hamming: int
     added: float
+    profile: bytes = b""
     excerpt: str = ""
 
 
@@ -109,7 +113,8 @@ class DocRecord:
 class DocBatch:
     """Records of several pages, as arrays (row ``i`` is ``ids[i]``).
 
-    ``roots`` are the cluster roots (union-find ``find``), not the stored parents.
+    ``roots`` are the cluster roots (union-find ``find``), not the stored parents; ``statuses``
+    the stored statuses (``unique``, ``exact``, ``near``).
     """
 
     ids: I64Array
@@ -120,6 +125,8 @@ class DocBatch:
     added: npt.NDArray[np.float64]
     urls: list[str]
     hosts: list[str]
+    profiles: list[bytes] = field(default_factory=list)
+    statuses: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -137,8 +144,11 @@ class Commit:
         unions: ``(root, new_root)`` pairs: cluster ``root`` joins cluster ``new_root``.
         host: host counter to increment.
         status: ``unique``, ``exact``, ``near`` or ``skipped``.
-        duplicate_host: host of the representative, for the mirror pair counter (or ``None``).
+        canonical_host: the host the page's canonical link names, when it is another host.
         nbytes: size of the page's body, for the bytes-saved figure.
+
+    A duplicate joins the cluster of ``record.parent``; the store updates the cluster's host
+    counts and the mirror evidence (:class:`~neardup_scrapy.core.mirrors.MirrorLedger`).
     """
 
     record: DocRecord | None
@@ -147,7 +157,7 @@ class Commit:
     unions: Sequence[tuple[int, int]] = ()
     host: str = ""
     status: str = "unique"
-    duplicate_host: str | None = None
+    canonical_host: str | None = None
     nbytes: int = 0
 
 
@@ -158,12 +168,10 @@ class CommitResult:
     Attributes:
         doc_id: id given to the page (``-1`` for a skipped page).
         host_pages: pages of the host counted so far (skipped excluded).
-        host_pairs: ``{other_host: pages of this host that duplicate a page of other_host}``.
     """
 
     doc_id: int
     host_pages: int
-    host_pairs: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -231,8 +239,8 @@ class IndexStorage(Protocol):
     def host_counts(self) -> dict[str, HostCounts]:
         """Counters of every host."""
 
-    def host_pairs(self) -> dict[tuple[str, str], int]:
-        """``{(host, other_host): n}``: pages of ``host`` that duplicate a page of ``other_host``."""
+    def mirror_evidence(self) -> MirrorEvidence:
+        """The mirror evidence of the whole index (see :mod:`neardup_scrapy.core.mirrors`)."""
 
     def clusters(self, max_clusters: int, max_members: int) -> tuple[dict[int, int], list[dict[str, Any]]]:
         """Clusters of two or more pages.

@@ -1,8 +1,9 @@
 """In-memory store (the default): numpy columns, an LSM multimap for buckets, union-find parents.
 
-Per page it keeps about: 2 * num_perm bytes of signature (256 at 128 permutations), 9 to 10
-bytes per bucket entry (one per MinHash band and SimHash table: 31 at the defaults), 16 bytes
-of digest, 8 of SimHash, ~20 of bookkeeping and the url's bytes -- about 650 bytes in all.
+Per page it keeps: 2 * num_perm bytes of signature (256 at 128 permutations), 9 to 10 bytes
+per bucket entry (one per MinHash band, SimHash table and url), the profile (about 100 to 140
+bytes: the edit sketch and heading words), 16 bytes of digest, 8 of SimHash, ~20 of bookkeeping
+and the url's bytes.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from neardup_scrapy.core.columns import Column, StringColumn
+from neardup_scrapy.core.columns import BytesColumn, Column, StringColumn
+from neardup_scrapy.core.mirrors import MirrorEvidence, MirrorLedger
 from neardup_scrapy.core.multimap import KeyMultimap
 
 from .base import (
@@ -44,9 +46,9 @@ class MemoryStorage:
         self._hosts: dict[str, int] = {}
         self._host_names: list[str] = []
         self._host_counts: dict[str, HostCounts] = {}
-        self._pairs: dict[tuple[str, str], int] = {}
-        self._pairs_by_host: dict[str, dict[str, int]] = {}
+        self._ledger = MirrorLedger()
         self._urls = StringColumn()
+        self._profiles = BytesColumn()
         self._host_of = Column(np.int32)
         self._digests = Column(np.uint8, 16)
         self._simhashes = Column(np.uint64)
@@ -106,6 +108,8 @@ class MemoryStorage:
             added=self._added.take(ids).astype(np.float64),
             urls=[self._urls[i] for i in rows],
             hosts=[self._host_names[h] for h in self._host_of.take(ids).tolist()],
+            profiles=[self._profiles[i] for i in rows],
+            statuses=[STATUS_NAMES[int(v)] for v in self._status.take(ids).tolist()],
         )
 
     def commit(self, commit: Commit) -> CommitResult:
@@ -113,11 +117,9 @@ class MemoryStorage:
         counts = self._host_counts.get(commit.host)
         if counts is None:
             counts = self._host_counts[commit.host] = HostCounts()
-            self._pairs_by_host[commit.host] = {}
-        pairs = self._pairs_by_host[commit.host]
         if commit.status == "skipped" or commit.record is None:
             counts.skipped += 1
-            return CommitResult(doc_id=-1, host_pages=counts.pages, host_pairs=pairs)
+            return CommitResult(doc_id=-1, host_pages=counts.pages)
         assert self._signatures is not None, "open() first"
         record = commit.record
         doc_id = self._urls.append(record.url)
@@ -125,13 +127,26 @@ class MemoryStorage:
         self._digests.append(np.frombuffer(record.digest, dtype=np.uint8))
         self._simhashes.append(record.simhash)
         self._signatures.append(record.signature)
-        self._parents.append(record.parent if record.parent >= 0 else doc_id)
+        self._profiles.append(record.profile)
+        self._parents.append(doc_id)
         self._status.append(STATUS_CODES[record.status])
         self._similarity.append(record.similarity)
         self._hamming.append(record.hamming)
         self._added.append(int(record.added or time.time()))
         for root, new_root in commit.unions:
-            self._parents[self._find(root)] = self._find(new_root)
+            a, b = self._find(root), self._find(new_root)
+            if a != b:
+                self._ledger.union(a, self._host_at(a), b, self._host_at(b))
+                self._parents[a] = b
+        if record.parent >= 0:
+            root = self._find(record.parent)
+            self._ledger.join(root, self._host_at(root), record.host)
+            self._parents[doc_id] = root
+        else:
+            self._ledger.new_document(record.host)
+        if commit.canonical_host and commit.canonical_host != record.host:
+            self._ledger.canonical_link(record.host, commit.canonical_host)
+        self._ledger.clear_dirty()
         if len(commit.keys):
             self._buckets.add(commit.keys, doc_id)
         counts.pages += 1
@@ -139,11 +154,7 @@ class MemoryStorage:
         setattr(counts, commit.status, getattr(counts, commit.status) + 1)
         if commit.status != "unique":
             counts.duplicate_bytes += commit.nbytes
-        if commit.duplicate_host is not None and commit.duplicate_host != commit.host:
-            pairs[commit.duplicate_host] = pairs.get(commit.duplicate_host, 0) + 1
-            key = (commit.host, commit.duplicate_host)
-            self._pairs[key] = self._pairs.get(key, 0) + 1
-        return CommitResult(doc_id=doc_id, host_pages=counts.pages, host_pairs=pairs)
+        return CommitResult(doc_id=doc_id, host_pages=counts.pages)
 
     # -- lookups for reports ---------------------------------------------------------------------
     def url_of(self, doc_id: int) -> str:
@@ -154,9 +165,9 @@ class MemoryStorage:
         """Counters of every host (live objects; do not modify)."""
         return self._host_counts
 
-    def host_pairs(self) -> dict[tuple[str, str], int]:
-        """Mirror pair counters."""
-        return dict(self._pairs)
+    def mirror_evidence(self) -> MirrorEvidence:
+        """The mirror evidence (see :mod:`neardup_scrapy.core.mirrors`)."""
+        return self._ledger.evidence({h: c.pages for h, c in self._host_counts.items()})
 
     def clusters(self, max_clusters: int, max_members: int) -> tuple[dict[int, int], list[dict[str, Any]]]:
         """Size histogram of all clusters and the ``max_clusters`` largest (see the protocol)."""
@@ -214,7 +225,8 @@ class MemoryStorage:
             self._hamming,
             self._added,
         )
-        total = sum(c.nbytes for c in columns) + self._urls.nbytes + self._buckets.nbytes
+        total = sum(c.nbytes for c in columns) + self._urls.nbytes + self._profiles.nbytes
+        total += self._buckets.nbytes
         return total + (self._signatures.nbytes if self._signatures is not None else 0)
 
     # -- union-find ----------------------------------------------------------------------------
@@ -235,6 +247,9 @@ class MemoryStorage:
             if np.array_equal(grand, parents):
                 return parents
             parents = grand
+
+    def _host_at(self, doc_id: int) -> str:
+        return self._host_names[int(self._host_of[doc_id])]
 
     def _host_id(self, host: str) -> int:
         host_id = self._hosts.get(host)

@@ -9,8 +9,9 @@ Key layout (``P`` is the prefix, one index per prefix; every value is packed bin
   cursor), ``format``.
 * ``P:d:<id>`` (string, one per page): the packed record -- parent ``i32``, status ``u8``,
   Hamming ``i8``, similarity ``f16``, time added ``f64``, SimHash ``u64``, digest (16 bytes),
-  the signature (``num_perm`` x ``u16``), then the host (``u16`` length + UTF-8) and the url.
-  About 330 bytes + url at 128 permutations. With a ``ttl`` it carries ``EXPIRE ttl``.
+  the host (``u16`` length + UTF-8), the profile (``u16`` length + bytes), the signature
+  (``num_perm`` x ``u16``) and the url. About 450 bytes + host + url at 128 permutations. With
+  a ``ttl`` it carries ``EXPIRE ttl``.
 * ``P:s:<n>`` (hash, "shard"): the LSH buckets. A bucket key becomes a 6-byte field (the top
   48 bits of a 64-bit mix of the key); its value is the bucket's doc ids as packed little-endian
   ``u32``. Shards are kept small (``load`` buckets on average, ~40) so Redis stores them as
@@ -22,8 +23,12 @@ Key layout (``P`` is the prefix, one index per prefix; every value is packed bin
 * ``P:o:<field>`` (string): a bucket that outgrew ``maxval`` bytes (the listpack value limit,
   64 by default) moves here; its shard field keeps an empty marker.
 * ``P:hc`` (hash): per-host counters, fields ``<c>|<host>`` with ``c`` one of ``p`` pages,
-  ``u``/``e``/``n``/``s`` unique/exact/near/skipped, ``b`` bytes, ``d`` duplicate bytes.
-* ``P:pr:<host>`` (hash): mirror pair counters, ``other host -> pages``.
+  ``u``/``e``/``n``/``s`` unique/exact/near/skipped, ``b`` bytes, ``d`` duplicate bytes, and the
+  mirror evidence ``D`` documents and ``U`` duplicated documents.
+* ``P:ch:<root>`` (hash): pages per host of a cluster of several pages; ``P:sh:<host>`` (hash):
+  ``other host -> documents shared``; ``P:cn:<host>`` (hash): ``other host -> pages whose
+  canonical link names it`` -- the rest of the mirror evidence
+  (:class:`~neardup_scrapy.core.mirrors.MirrorLedger`, whose arithmetic the commit script repeats).
 * ``P:n:<client>`` (string): the last commit of one client, for idempotent retries.
 
 Atomicity: :meth:`RedisStorage.lookup` is one Lua script (one round trip) that reads the
@@ -33,8 +38,8 @@ Its token is, per bucket, the last id it held. Doc ids come from one counter and
 appends its id, so any insert into a bucket changes that bucket's last id. :meth:`RedisStorage.commit`
 is one Lua script that re-reads those last ids and returns "conflict" if any changed;
 otherwise it allocates the id, stores the record, appends the bucket entries, applies the
-cluster unions, updates host and mirror counters and splits a shard when due -- all in one
-atomic step. Two processes that see near-duplicates at the same moment therefore cannot both
+cluster unions, updates host counters and mirror evidence and splits a shard when due -- all
+in one atomic step. Two processes that see near-duplicates at the same moment therefore cannot both
 record an original: the second commit conflicts and the detector checks its page again.
 
 One round trip for a page with no candidate: :meth:`RedisStorage.lookup_or_insert` is one Lua
@@ -74,6 +79,7 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 
 from neardup_scrapy.core.hashing import mix64
+from neardup_scrapy.core.mirrors import MirrorEvidence
 
 from .base import (
     STATUS_CODES,
@@ -97,7 +103,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
-FORMAT = "neardup-redis/1"
+FORMAT = "neardup-redis/2"
 _HEAD = struct.Struct("<iBbed")  # parent, status, hamming, similarity (f16), added
 _NONE4 = b"\xff\xff\xff\xff"
 _STATUS_CHAR = {"unique": "u", "exact": "e", "near": "n", "skipped": "s"}
@@ -145,6 +151,14 @@ local function root_of(id)
   local s = redis.call('GETRANGE', P .. ':d:' .. id, 0, 3)
   if #s < 4 then return -1 end
   return find(id, struct.unpack('<i4', s))
+end
+local function host_of(id)
+  local key = P .. ':d:' .. id
+  local s = redis.call('GETRANGE', key, 40, 41)
+  if #s < 2 then return nil end
+  local n = struct.unpack('<I2', s)
+  if n == 0 then return '' end
+  return redis.call('GETRANGE', key, 42, 41 + n)
 end
 local function meta()
   local m = redis.call('HMGET', P .. ':m', 'L', 'p')
@@ -220,7 +234,8 @@ return {recs, roots}
 )
 
 # ARGV of the commit part, shared by the commit and lookup-or-insert scripts:
-#   3 fields, 4 record, 5 host, 6 status, 7 duplicate host, 8 nbytes, 9 unions, 10 ttl, 11 client, 12 seq
+#   3 fields, 4 record, 5 host, 6 status, 7 canonical host, 8 nbytes, 9 unions, 10 ttl, 11 client, 12 seq
+# A record whose parent is >= 0 joins that page's cluster; -1 starts a cluster of its own.
 # ``seen`` maps a 6-byte field to its raw shard value as already read in this script (``false`` =
 # no such bucket, ``''`` = overflow marker); ``apply`` reuses it instead of reading the shard again.
 _LUA_APPLY = r"""
@@ -229,7 +244,77 @@ local HC = P .. ':hc'
 local function commit_result(doc)
   local host = ARGV[5]
   local pages = tonumber(redis.call('HGET', HC, 'p|' .. host) or '0')
-  return {doc, pages, redis.call('HGETALL', P .. ':pr:' .. host)}
+  return {doc, pages}
+end
+-- the mirror evidence (see neardup_scrapy.core.mirrors.MirrorLedger, whose arithmetic this repeats)
+local function bump(key, field, n)
+  if n ~= 0 and redis.call('HINCRBY', key, field, n) == 0 then redis.call('HDEL', key, field) end
+end
+local function share(a, b, n)
+  bump(P .. ':sh:' .. a, b, n)
+  bump(P .. ':sh:' .. b, a, n)
+end
+local function cluster_hosts(root)
+  local all = redis.call('HGETALL', P .. ':ch:' .. root)
+  local t = {}
+  if #all == 0 then
+    local h = host_of(root)
+    if h then t[h] = 1 end
+    return t
+  end
+  for k = 1, #all, 2 do t[all[k]] = tonumber(all[k + 1]) end
+  return t
+end
+local function size(t)
+  local c = 0
+  for _ in pairs(t) do c = c + 1 end
+  return c
+end
+local function save_cluster(root, t)
+  local key = P .. ':ch:' .. root
+  redis.call('DEL', key)
+  local args = {}
+  for h, n in pairs(t) do args[#args + 1] = h; args[#args + 1] = n end
+  if #args > 2 or (#args == 2 and args[2] > 1) then redis.call('HSET', key, unpack(args)) end
+end
+local function join(root, host)
+  local t = cluster_hosts(root)
+  if not t[host] then
+    bump(HC, 'D|' .. host, 1)
+    bump(HC, 'U|' .. host, 1)
+    if size(t) == 1 then for h in pairs(t) do bump(HC, 'U|' .. h, 1) end end
+    for h in pairs(t) do share(host, h, 1) end
+  end
+  t[host] = (t[host] or 0) + 1
+  save_cluster(root, t)
+end
+local function union(a, b)
+  local first, second = cluster_hosts(a), cluster_hosts(b)
+  local merged, hosts = {}, {}
+  for h, n in pairs(second) do merged[h] = n end
+  for h, n in pairs(first) do merged[h] = (merged[h] or 0) + n end
+  for h in pairs(merged) do hosts[#hosts + 1] = h end
+  table.sort(hosts)
+  local s1, s2, total = size(first), size(second), #hosts
+  for _, h in ipairs(hosts) do
+    if first[h] and second[h] then bump(HC, 'D|' .. h, -1) end
+    local before, after = 0, 0
+    if first[h] and s1 > 1 then before = before + 1 end
+    if second[h] and s2 > 1 then before = before + 1 end
+    if total > 1 then after = 1 end
+    bump(HC, 'U|' .. h, after - before)
+  end
+  for i = 1, #hosts do
+    for j = i + 1, #hosts do
+      local x, y = hosts[i], hosts[j]
+      local before = 0
+      if first[x] and first[y] then before = before + 1 end
+      if second[x] and second[y] then before = before + 1 end
+      if before ~= 1 then share(x, y, 1 - before) end
+    end
+  end
+  redis.call('DEL', P .. ':ch:' .. a)
+  save_cluster(b, merged)
 end
 -- the doc id of an already applied commit with this client's sequence number (a retried reply), or nil
 local function replayed()
@@ -251,7 +336,8 @@ local function apply(L, sp, seen)
   else
     doc = redis.call('HINCRBY', M, 'next', 1) - 1
     local rec = ARGV[4]
-    if struct.unpack('<i4', rec) < 0 then rec = struct.pack('<i4', doc) .. string.sub(rec, 5) end
+    local given = struct.unpack('<i4', rec)
+    rec = struct.pack('<i4', doc) .. string.sub(rec, 5)
     local dkey = P .. ':d:' .. doc
     if ttl > 0 then redis.call('SET', dkey, rec, 'EX', ttl) else redis.call('SET', dkey, rec) end
     local u = ARGV[9]
@@ -259,9 +345,20 @@ local function apply(L, sp, seen)
       local a, b = struct.unpack('<i4i4', u, j)
       local ra, rb = root_of(a), root_of(b)
       if ra >= 0 and rb >= 0 and ra ~= rb then
+        union(ra, rb)
         redis.call('SETRANGE', P .. ':d:' .. ra, 0, struct.pack('<i4', rb))
       end
     end
+    local root = -1
+    if given >= 0 then root = root_of(given) end
+    if root >= 0 then
+      join(root, host)
+      redis.call('SETRANGE', dkey, 0, struct.pack('<i4', root))
+    else
+      bump(HC, 'D|' .. host, 1)
+    end
+    local canon = ARGV[7]
+    if canon ~= '' and canon ~= host then bump(P .. ':cn:' .. host, canon, 1) end
     local maxval = tonumber(redis.call('HGET', M, 'maxval'))
     local packed = struct.pack('<I4', doc)
     local fs = ARGV[3]
@@ -296,8 +393,6 @@ local function apply(L, sp, seen)
     local nbytes = tonumber(ARGV[8])
     redis.call('HINCRBY', hc, 'b|' .. host, nbytes)
     if status ~= 'u' then redis.call('HINCRBY', hc, 'd|' .. host, nbytes) end
-    local dup = ARGV[7]
-    if dup ~= '' and dup ~= host then redis.call('HINCRBY', P .. ':pr:' .. host, dup, 1) end
     -- linear hashing: split shard sp while the mean load is above 'load'
     local load = tonumber(redis.call('HGET', M, 'load'))
     local splits = 0
@@ -360,7 +455,7 @@ end
 """
 
 # ARGV: 1 prefix, 2 token, 3..12 the commit (see _LUA_APPLY)
-# -> {-2} on conflict, else {doc_id, host_pages, {other, n, ...}}
+# -> {-2} on conflict, else {doc_id, host_pages}
 _LUA_COMMIT = (
     _LUA_COMMON
     + _LUA_APPLY
@@ -392,7 +487,7 @@ return commit_result(apply(L, sp, seen))
 
 # ARGV: 1 prefix, 2 cap, 3..12 the provisional commit (see _LUA_APPLY), 13.. lookup fields
 # -> {values, ids, records, roots, candidates, {}} like _LUA_LOOKUP when a looked-up bucket holds a
-#    live page, else {{}, {}, {}, {}, 0, {doc_id, host_pages, {other, n, ...}}} after applying the commit
+#    live page, else {{}, {}, {}, {}, 0, {doc_id, host_pages}} after applying the commit
 _LUA_LOOKUP_OR_INSERT = (
     _LUA_COMMON
     + _LUA_APPLY
@@ -485,17 +580,33 @@ def pack_record(record: DocRecord) -> bytes:
         float(record.similarity),
         float(record.added or time.time()),
     )
+    profile = bytes(record.profile)[:65535]
     return b"".join(
         (
             head,
             int(record.simhash & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little"),
             bytes(record.digest).ljust(16, b"\0")[:16],
-            np.ascontiguousarray(record.signature, dtype="<u2").tobytes(),
             len(host_bytes).to_bytes(2, "little"),
             host_bytes,
+            len(profile).to_bytes(2, "little"),
+            profile,
+            np.ascontiguousarray(record.signature, dtype="<u2").tobytes(),
             record.url.encode("utf-8", "surrogatepass"),
         )
     )
+
+
+def unpack_tail(rec: bytes, num_perm: int) -> tuple[str, bytes, bytes, str]:
+    """``(host, profile, signature bytes, url)`` of a packed record (after its 40-byte head)."""
+    host_len = int.from_bytes(rec[40:42], "little")
+    at = 42 + host_len
+    host = rec[42:at].decode("utf-8", "surrogatepass")
+    profile_len = int.from_bytes(rec[at : at + 2], "little")
+    profile = rec[at + 2 : at + 2 + profile_len]
+    at += 2 + profile_len
+    signature = rec[at : at + 2 * num_perm]
+    url = rec[at + 2 * num_perm :].decode("utf-8", "surrogatepass")
+    return host, profile, signature, url
 
 
 class RedisStorage:
@@ -742,7 +853,7 @@ class RedisStorage:
             payload,
             commit.host,
             _STATUS_CHAR["skipped" if skipped else commit.status],
-            commit.duplicate_host or "",
+            commit.canonical_host or "",
             int(commit.nbytes),
             unions,
             ttl,
@@ -752,9 +863,7 @@ class RedisStorage:
 
     @staticmethod
     def _commit_result(reply: list[Any]) -> CommitResult:
-        pairs_raw = reply[2]
-        pairs = {_text(pairs_raw[i]): int(pairs_raw[i + 1]) for i in range(0, len(pairs_raw), 2)}
-        return CommitResult(doc_id=int(reply[0]), host_pages=int(reply[1]), host_pairs=pairs)
+        return CommitResult(doc_id=int(reply[0]), host_pages=int(reply[1]))
 
     # -- reports -------------------------------------------------------------------------------
     def url_of(self, doc_id: int) -> str:
@@ -766,33 +875,56 @@ class RedisStorage:
 
     def host_counts(self) -> dict[str, HostCounts]:
         """Counters of every host (all processes)."""
+        return self._host_counters()[0]
+
+    def _host_counters(self) -> tuple[dict[str, HostCounts], dict[str, int], dict[str, int]]:
+        """Host counters, documents and duplicated documents per host."""
         raw = self._call(lambda: self._client.hgetall(f"{self.prefix}:hc"), "host counts")
         out: dict[str, HostCounts] = {}
+        documents: dict[str, int] = {}
+        duplicated: dict[str, int] = {}
         for key, value in raw.items():
             name = _text(key)
             kind, _, host = name.partition("|")
+            if kind == "D":
+                documents[host] = int(value)
+                continue
+            if kind == "U":
+                duplicated[host] = int(value)
+                continue
             counts = out.setdefault(host, HostCounts())
             attr = _COUNTER_CHAR.get(kind)
             if attr is not None:
                 setattr(counts, attr, int(value))
-        return out
+        return out, documents, duplicated
 
-    def host_pairs(self) -> dict[tuple[str, str], int]:
-        """Mirror pair counters (all processes)."""
-        hosts = list(self.host_counts())
+    def mirror_evidence(self) -> MirrorEvidence:
+        """The mirror evidence of the whole shared index (see :mod:`neardup_scrapy.core.mirrors`)."""
+        counts, documents, duplicated = self._host_counters()
+        hosts = sorted(set(documents) | set(duplicated))
         client = self._client
 
         def read() -> list[Any]:
             pipe = client.pipeline(transaction=False)
             for host in hosts:
-                pipe.hgetall(f"{self.prefix}:pr:{host}")
+                pipe.hgetall(f"{self.prefix}:sh:{host}")
+                pipe.hgetall(f"{self.prefix}:cn:{host}")
             return list(pipe.execute())
 
-        out: dict[tuple[str, str], int] = {}
-        for host, pairs in zip(hosts, self._call(read, "host pairs"), strict=True):
-            for other, n in pairs.items():
-                out[(host, _text(other))] = int(n)
-        return out
+        replies = self._call(read, "mirror evidence") if hosts else []
+        shared: dict[str, dict[str, int]] = {}
+        canonical: dict[str, dict[str, int]] = {}
+        for k, host in enumerate(hosts):
+            for table, raw in ((shared, replies[2 * k]), (canonical, replies[2 * k + 1])):
+                if raw:
+                    table[host] = {_text(o): int(n) for o, n in raw.items()}
+        return MirrorEvidence(
+            pages={h: c.pages for h, c in counts.items()},
+            documents=documents,
+            duplicated=duplicated,
+            shared=shared,
+            canonical=canonical,
+        )
 
     def clusters(self, max_clusters: int, max_members: int) -> tuple[dict[int, int], list[dict[str, Any]]]:
         """Size histogram of all clusters and the largest ones, over the whole shared index."""
@@ -912,7 +1044,6 @@ class RedisStorage:
     def _batch(self, ids: list[int]) -> DocBatch:
         n = len(ids)
         num_perm = self._num_perm
-        sig_end = 40 + 2 * num_perm
         signatures = np.zeros((n, num_perm), dtype=np.uint16)
         simhashes = np.zeros(n, dtype=np.uint64)
         added = np.zeros(n, dtype=np.float64)
@@ -920,15 +1051,19 @@ class RedisStorage:
         digests: list[bytes] = []
         urls: list[str] = []
         hosts: list[str] = []
+        profiles: list[bytes] = []
+        statuses: list[str] = []
         for row, doc in enumerate(ids):
             rec, root = self._cache[doc]
-            _, _, _, _, added[row] = _HEAD.unpack_from(rec, 0)
+            _, status, _, _, added[row] = _HEAD.unpack_from(rec, 0)
             simhashes[row] = int.from_bytes(rec[16:24], "little")
             digests.append(rec[24:40])
-            signatures[row] = np.frombuffer(rec, dtype="<u2", count=num_perm, offset=40)
-            host_len = int.from_bytes(rec[sig_end : sig_end + 2], "little")
-            hosts.append(rec[sig_end + 2 : sig_end + 2 + host_len].decode("utf-8", "surrogatepass"))
-            urls.append(rec[sig_end + 2 + host_len :].decode("utf-8", "surrogatepass"))
+            host, profile, signature, url = unpack_tail(rec, num_perm)
+            signatures[row] = np.frombuffer(signature, dtype="<u2", count=num_perm)
+            hosts.append(host)
+            profiles.append(profile)
+            urls.append(url)
+            statuses.append(STATUS_NAMES.get(status, "unique"))
             roots[row] = root if root >= 0 else doc
         return DocBatch(
             ids=np.array(ids, dtype=np.int64),
@@ -939,6 +1074,8 @@ class RedisStorage:
             added=added,
             urls=urls,
             hosts=hosts,
+            profiles=profiles,
+            statuses=statuses,
         )
 
     def _describe(self, ids: Sequence[int]) -> list[tuple[str, str]]:
@@ -951,15 +1088,8 @@ class RedisStorage:
                 if not rec:
                     out.append(("", ""))
                     continue
-                raw = bytes(rec)
-                sig_end = 40 + 2 * self._num_perm
-                host_len = int.from_bytes(raw[sig_end : sig_end + 2], "little")
-                out.append(
-                    (
-                        raw[sig_end + 2 + host_len :].decode("utf-8", "surrogatepass"),
-                        raw[sig_end + 2 : sig_end + 2 + host_len].decode("utf-8", "surrogatepass"),
-                    )
-                )
+                host, _, _, url = unpack_tail(bytes(rec), self._num_perm)
+                out.append((url, host))
         return out
 
 

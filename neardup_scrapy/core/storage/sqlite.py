@@ -6,11 +6,13 @@ Layout (one file, WAL journal):
 * ``docs(id INTEGER PRIMARY KEY, ...)``: one compact row per page -- the MinHash signature as a
   BLOB of ``num_perm`` little-endian uint16 (256 bytes at 128 permutations), the 16-byte digest,
   the SimHash as a signed 64-bit integer, parent, status, similarity, Hamming distance, time
-  added, a host id and the url.
+  added, a host id, the url and the page's profile (edit sketch and heading words).
 * ``buckets(key, doc) WITHOUT ROWID``: one row per bucket entry; its primary key *is* the index
   (no separate rowid table). ``key`` is a 48-bit mix of the 64-bit bucket key, so SQLite stores
   it in 6 bytes; a rare collision only adds a candidate, which the detector verifies anyway.
-* ``hosts`` and ``pairs``: the per-host and mirror pair counters.
+* ``hosts``: the per-host counters, with the host's documents and duplicated documents;
+  ``clusters``, ``shared`` and ``canonical``: the rest of the mirror evidence
+  (:class:`~neardup_scrapy.core.mirrors.MirrorLedger`), mirrored in memory.
 
 Atomicity and durability: every page is applied inside a write transaction, and transactions
 are committed in batches (every ``batch_size`` pages or ``batch_seconds`` seconds, and on
@@ -20,8 +22,9 @@ process leaves the file readable and consistent (SQLite rolls the open transacti
 loses at most the pages of the last uncommitted batch. ``batch_size=1`` commits every page.
 
 One process writes a file at a time (``locking_mode=EXCLUSIVE``); several crawler processes
-should share a Redis store instead. Union-find parents and host counters are mirrored in memory
-(4 bytes per page) so ``find`` needs no query.
+should share a Redis store instead. Union-find parents, host counters and the mirror evidence
+are mirrored in memory (4 bytes per page, plus the hosts of clusters of several pages) so
+``find`` and mirror decisions need no query.
 
 Expiry (``ttl``): pages older than ``ttl`` seconds are ignored by :meth:`SQLiteStorage.lookup` at
 once (a moving id frontier; ids grow with time), and their bucket rows and signatures are deleted
@@ -43,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from neardup_scrapy.core.hashing import mix64
+from neardup_scrapy.core.mirrors import MirrorEvidence, MirrorLedger
 
 from .base import (
     STATUS_CODES,
@@ -60,7 +64,7 @@ from .base import (
 
 logger = logging.getLogger(__name__)
 
-FORMAT = "neardup-sqlite/1"
+FORMAT = "neardup-sqlite/2"
 _S16 = np.uint64(16)
 _CHUNK = 500  # ids per IN (...) query
 _COUNTERS = ("pages", "unique", "exact", "near", "skipped", "bytes", "duplicate_bytes")
@@ -78,7 +82,8 @@ CREATE TABLE IF NOT EXISTS docs (
     digest BLOB NOT NULL,
     signature BLOB,
     host INTEGER NOT NULL,
-    url TEXT NOT NULL
+    url TEXT NOT NULL,
+    profile BLOB
 );
 CREATE TABLE IF NOT EXISTS buckets (key INTEGER NOT NULL, doc INTEGER NOT NULL, PRIMARY KEY (key, doc))
     WITHOUT ROWID;
@@ -87,9 +92,14 @@ CREATE TABLE IF NOT EXISTS hosts (
     pages INTEGER NOT NULL DEFAULT 0, "unique" INTEGER NOT NULL DEFAULT 0,
     exact INTEGER NOT NULL DEFAULT 0, near INTEGER NOT NULL DEFAULT 0,
     skipped INTEGER NOT NULL DEFAULT 0, bytes INTEGER NOT NULL DEFAULT 0,
-    duplicate_bytes INTEGER NOT NULL DEFAULT 0
+    duplicate_bytes INTEGER NOT NULL DEFAULT 0, documents INTEGER NOT NULL DEFAULT 0,
+    duplicated INTEGER NOT NULL DEFAULT 0
 );
-CREATE TABLE IF NOT EXISTS pairs (host INTEGER NOT NULL, other INTEGER NOT NULL, n INTEGER NOT NULL,
+CREATE TABLE IF NOT EXISTS clusters (root INTEGER NOT NULL, host INTEGER NOT NULL, n INTEGER NOT NULL,
+    PRIMARY KEY (root, host)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS shared (host INTEGER NOT NULL, other INTEGER NOT NULL, n INTEGER NOT NULL,
+    PRIMARY KEY (host, other)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS canonical (host INTEGER NOT NULL, other INTEGER NOT NULL, n INTEGER NOT NULL,
     PRIMARY KEY (host, other)) WITHOUT ROWID;
 """
 
@@ -202,12 +212,12 @@ class SQLiteStorage:
         self._num_perm = 0
         self._next = 0
         self._parents = np.empty(0, dtype=np.int32)
+        self._doc_hosts = np.empty(0, dtype=np.int32)  # host id of every page
         self._host_ids: dict[str, int] = {}
         self._host_names: dict[int, str] = {}
         self._counts: dict[str, HostCounts] = {}
-        self._pairs: dict[str, dict[str, int]] = {}
+        self._ledger = MirrorLedger()
         self._dirty_hosts: set[str] = set()
-        self._dirty_pairs: set[tuple[str, str]] = set()
         self._pending = 0
         self._batch_started = 0.0
         self._frontier = 0  # ids below are expired (ttl)
@@ -268,21 +278,32 @@ class SQLiteStorage:
 
     def _load(self) -> None:
         db = self._require()
-        parents = db.execute("SELECT parent FROM docs ORDER BY id").fetchall()
-        self._parents = np.array([p for (p,) in parents], dtype=np.int32)
+        rows = db.execute("SELECT parent, host FROM docs ORDER BY id").fetchall()
+        self._parents = np.array([p for (p, _) in rows], dtype=np.int32)
+        self._doc_hosts = np.array([h for (_, h) in rows], dtype=np.int32)
         self._next = len(self._parents)
         (max_id,) = db.execute("SELECT max(id) FROM docs").fetchone()
         if max_id is not None and max_id + 1 != self._next:
             raise StorageError(f"the neardup index {self.path} is inconsistent (ids not dense)")
+        ledger = self._ledger
         for row in db.execute(
-            'SELECT id, name, pages, "unique", exact, near, skipped, bytes, duplicate_bytes FROM hosts'
+            'SELECT id, name, pages, "unique", exact, near, skipped, bytes, duplicate_bytes, documents, '
+            "duplicated FROM hosts"
         ):
             host_id, name = int(row[0]), str(row[1])
             self._host_ids[name] = host_id
             self._host_names[host_id] = name
-            self._counts[name] = HostCounts(*(int(v) for v in row[2:]))
-        for host_id, other_id, n in db.execute("SELECT host, other, n FROM pairs"):
-            self._pairs.setdefault(self._host_names[host_id], {})[self._host_names[other_id]] = int(n)
+            self._counts[name] = HostCounts(*(int(v) for v in row[2:9]))
+            if row[9]:
+                ledger.documents[name] = int(row[9])
+            if row[10]:
+                ledger.duplicated[name] = int(row[10])
+        names = self._host_names
+        for root, host_id, n in db.execute("SELECT root, host, n FROM clusters"):
+            ledger.cluster_hosts.setdefault(int(root), {})[names[host_id]] = int(n)
+        for table, target in (("shared", ledger.shared), ("canonical", ledger.canonical)):
+            for host_id, other_id, n in db.execute(f"SELECT host, other, n FROM {table}"):
+                target.setdefault(names[host_id], {})[names[other_id]] = int(n)
 
     def close(self) -> None:
         """Commit the open batch, checkpoint the WAL into the file and close. Idempotent."""
@@ -345,7 +366,7 @@ class SQLiteStorage:
                 part = id_list[start : start + _CHUNK]
                 marks = ",".join("?" * len(part))
                 for row in db.execute(
-                    "SELECT id, simhash, digest, signature, added, url, host FROM docs "
+                    "SELECT id, simhash, digest, signature, added, url, host, profile, status FROM docs "
                     f"WHERE id IN ({marks})",
                     part,
                 ):
@@ -357,9 +378,9 @@ class SQLiteStorage:
         signatures = np.zeros((n, self._num_perm), dtype=np.uint16)
         simhashes = np.zeros(n, dtype=np.uint64)
         added = np.zeros(n, dtype=np.float64)
-        digests, urls, hosts = [], [], []
+        digests, urls, hosts, profiles, statuses = [], [], [], [], []
         for i, doc in enumerate(present):
-            _, simhash, digest, signature, when, url, host = rows[doc]
+            _, simhash, digest, signature, when, url, host, profile, status = rows[doc]
             if signature:
                 signatures[i] = np.frombuffer(signature, dtype="<u2")
             simhashes[i] = int(simhash) & 0xFFFFFFFFFFFFFFFF
@@ -367,6 +388,8 @@ class SQLiteStorage:
             digests.append(bytes(digest))
             urls.append(str(url))
             hosts.append(self._host_names.get(int(host), ""))
+            profiles.append(bytes(profile or b""))
+            statuses.append(STATUS_NAMES.get(int(status), "unique"))
         return DocBatch(
             ids=np.array(present, dtype=np.int64),
             signatures=signatures,
@@ -376,6 +399,8 @@ class SQLiteStorage:
             added=added,
             urls=urls,
             hosts=hosts,
+            profiles=profiles,
+            statuses=statuses,
         )
 
     def commit(self, commit: Commit) -> CommitResult:
@@ -383,7 +408,6 @@ class SQLiteStorage:
         db = self._require()
         host = commit.host
         counts = self._counts.setdefault(host, HostCounts())
-        pairs = self._pairs.setdefault(host, {})
         try:
             self._begin()
             if commit.status == "skipped" or commit.record is None:
@@ -391,14 +415,14 @@ class SQLiteStorage:
                 self._host_id(host)
                 self._dirty_hosts.add(host)
                 self._after_write()
-                return CommitResult(doc_id=-1, host_pages=counts.pages, host_pairs=dict(pairs))
+                return CommitResult(doc_id=-1, host_pages=counts.pages)
             record = commit.record
             doc_id = self._next
-            parent = record.parent if record.parent >= 0 else doc_id
+            parent = self._find(record.parent) if record.parent >= 0 else doc_id
             # float16 like the other stores, so reports agree to the last digit
             similarity = None if math.isnan(record.similarity) else float(np.float16(record.similarity))
             db.execute(
-                "INSERT INTO docs VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO docs VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     doc_id,
                     parent,
@@ -411,19 +435,34 @@ class SQLiteStorage:
                     np.ascontiguousarray(record.signature, dtype="<u2").tobytes(),
                     self._host_id(record.host),
                     record.url,
+                    bytes(record.profile),
                 ),
             )
             self._next += 1
             if len(self._parents) <= doc_id:
-                grown = np.empty(max(1024, 2 * len(self._parents)), dtype=np.int32)
-                grown[: len(self._parents)] = self._parents
-                self._parents = grown
-            self._parents[doc_id] = parent
+                size = max(1024, 2 * len(self._parents))
+                self._parents = np.resize(self._parents, size)
+                self._doc_hosts = np.resize(self._doc_hosts, size)
+            self._parents[doc_id] = doc_id
+            self._doc_hosts[doc_id] = self._host_id(record.host)
+            ledger = self._ledger
             for root, new_root in commit.unions:
                 a, b = self._find(int(root)), self._find(int(new_root))
                 if a != b:
+                    ledger.union(a, self._host_of_doc(a), b, self._host_of_doc(b))
                     self._parents[a] = b
                     db.execute("UPDATE docs SET parent=? WHERE id=?", (b, a))
+            if record.parent >= 0:
+                root = self._find(parent)
+                ledger.join(root, self._host_of_doc(root), record.host)
+                self._parents[doc_id] = root
+                if root != parent:
+                    db.execute("UPDATE docs SET parent=? WHERE id=?", (root, doc_id))
+            else:
+                ledger.new_document(record.host)
+            if commit.canonical_host and commit.canonical_host != record.host:
+                self._host_id(commit.canonical_host)
+                ledger.canonical_link(record.host, commit.canonical_host)
             if len(commit.keys):
                 entries = [(k, doc_id) for k in bucket_key48(commit.keys)]
                 db.executemany("INSERT OR IGNORE INTO buckets VALUES (?, ?)", entries)
@@ -433,15 +472,10 @@ class SQLiteStorage:
             if commit.status != "unique":
                 counts.duplicate_bytes += commit.nbytes
             self._dirty_hosts.add(host)
-            other = commit.duplicate_host
-            if other is not None and other != host:
-                pairs[other] = pairs.get(other, 0) + 1
-                self._host_id(other)
-                self._dirty_pairs.add((host, other))
             self._after_write()
         except sqlite3.Error as exc:
             raise StorageError(f"neardup index {self.path}: commit failed: {exc}") from exc
-        return CommitResult(doc_id=doc_id, host_pages=counts.pages, host_pairs=dict(pairs))
+        return CommitResult(doc_id=doc_id, host_pages=counts.pages)
 
     # -- reports -------------------------------------------------------------------------------
     def url_of(self, doc_id: int) -> str:
@@ -455,9 +489,9 @@ class SQLiteStorage:
         """Counters of every host."""
         return {h: HostCounts(**vars(c)) for h, c in self._counts.items()}
 
-    def host_pairs(self) -> dict[tuple[str, str], int]:
-        """Mirror pair counters."""
-        return {(h, o): n for h, others in self._pairs.items() for o, n in others.items()}
+    def mirror_evidence(self) -> MirrorEvidence:
+        """The mirror evidence (see :mod:`neardup_scrapy.core.mirrors`)."""
+        return self._ledger.evidence({h: c.pages for h, c in self._counts.items()})
 
     def clusters(self, max_clusters: int, max_members: int) -> tuple[dict[int, int], list[dict[str, Any]]]:
         """Size histogram of all clusters and the largest ones (see the protocol)."""
@@ -522,26 +556,44 @@ class SQLiteStorage:
 
     def _flush(self) -> None:
         db = self._require()
-        if self._dirty_hosts or self._dirty_pairs:
+        ledger = self._ledger
+        hosts = self._dirty_hosts | ledger.dirty_hosts
+        if hosts or ledger.dirty_clusters or ledger.dropped_clusters:
             if not db.in_transaction:
                 db.execute("BEGIN IMMEDIATE")
+            for h in hosts:
+                self._host_id(h)
             db.executemany(
                 'UPDATE hosts SET pages=?, "unique"=?, exact=?, near=?, skipped=?, bytes=?, '
-                "duplicate_bytes=? WHERE id=?",
+                "duplicate_bytes=?, documents=?, duplicated=? WHERE id=?",
                 [
-                    (*(getattr(self._counts[h], c) for c in _COUNTERS), self._host_ids[h])
-                    for h in sorted(self._dirty_hosts)
+                    (
+                        *(getattr(self._counts[h], c) for c in _COUNTERS),
+                        ledger.documents.get(h, 0),
+                        ledger.duplicated.get(h, 0),
+                        self._host_ids[h],
+                    )
+                    for h in sorted(hosts)
                 ],
             )
+            ids = self._host_ids
+            for table, source in (("shared", ledger.shared), ("canonical", ledger.canonical)):
+                dirty = sorted(ledger.dirty_hosts)
+                rows = [(ids[h], ids[o], n) for h in dirty for o, n in source.get(h, {}).items()]
+                db.executemany(f"DELETE FROM {table} WHERE host=?", [(ids[h],) for h in dirty])
+                db.executemany(f"INSERT INTO {table} VALUES (?, ?, ?)", rows)
+            gone = sorted(ledger.dropped_clusters | ledger.dirty_clusters)
+            db.executemany("DELETE FROM clusters WHERE root=?", [(r,) for r in gone])
             db.executemany(
-                "INSERT INTO pairs VALUES (?, ?, ?) ON CONFLICT(host, other) DO UPDATE SET n=excluded.n",
+                "INSERT INTO clusters VALUES (?, ?, ?)",
                 [
-                    (self._host_ids[h], self._host_ids[o], self._pairs[h][o])
-                    for h, o in sorted(self._dirty_pairs)
+                    (root, ids[h], n)
+                    for root in sorted(ledger.dirty_clusters)
+                    for h, n in ledger.cluster_hosts.get(root, {}).items()
                 ],
             )
             self._dirty_hosts.clear()
-            self._dirty_pairs.clear()
+            ledger.clear_dirty()
         if db.in_transaction:
             db.execute("COMMIT")
         self._pending = 0
@@ -556,6 +608,9 @@ class SQLiteStorage:
             self._host_names[host_id] = host
             self._counts.setdefault(host, HostCounts())
         return host_id
+
+    def _host_of_doc(self, doc_id: int) -> str:
+        return self._host_names.get(int(self._doc_hosts[doc_id]), "")
 
     def _find(self, doc_id: int) -> int:
         parents = self._parents

@@ -1,0 +1,243 @@
+"""Mirror hosts from evidence that does not depend on the order pages arrive in.
+
+A page's arrival order decides which page of a cluster is its representative, so "pages of A
+that duplicate pages first seen on B" splits a mirror pair when both hosts are crawled at once.
+The evidence here counts **documents** (clusters of duplicates) instead, the same both ways:
+
+* ``documents[A]``: clusters holding a page of host A (its distinct documents);
+* ``duplicated[A]``: of them, clusters that also hold a page of another host;
+* ``shared[A][B]``: clusters holding pages of both A and B (symmetric);
+* ``canonical[A][B]``: pages of A whose ``<link rel=canonical>`` names host B.
+
+Documents, not pages: a host's own variants (print views, session urls) of one article are one
+document, so they do not inflate its evidence. Each counter is kept up to date as pages join
+clusters and clusters merge (:class:`MirrorLedger`); :func:`mirror_pairs` decides from them:
+
+* A **copies most** of what it has when ``duplicated[A] >= min_pages`` and
+  ``duplicated[A] >= share * documents[A]``;
+* such a host A **mirrors** B when they share at least ``min_pages`` documents, unless B is
+  itself a copy of a host that does not copy (two archives of one origin share documents
+  without copying each other), and the **direction** points from A to B. The direction is
+  decided by evidence, never by arrival: canonical links naming the other host; else a B that
+  does not also copy most of what it has is the origin; else the host whose copies spread over
+  more hosts is the aggregator; else the host more completely made of the other's documents is
+  the copy. Two hosts that serve the same documents with no such evidence are left undecided.
+
+An archive or aggregator copies several origins: it gets one pair per origin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass
+class MirrorEvidence:
+    """Counters :func:`mirror_pairs` decides from (see the module docstring)."""
+
+    pages: dict[str, int] = field(default_factory=dict)
+    documents: dict[str, int] = field(default_factory=dict)
+    duplicated: dict[str, int] = field(default_factory=dict)
+    shared: dict[str, dict[str, int]] = field(default_factory=dict)
+    canonical: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MirrorPair:
+    """One (mirror host, origin host) pair, as the report lists it.
+
+    ``pages`` counts the documents the two share; ``duplicate_share`` is that count over the
+    mirror's documents.
+    """
+
+    host: str
+    mirror_of: str
+    pages: int
+    duplicate_share: float
+
+
+def _bump(row: dict[str, int], key: str, n: int) -> None:
+    value = row.get(key, 0) + n
+    if value:
+        row[key] = value
+    else:
+        row.pop(key, None)
+
+
+class MirrorLedger:
+    """Per-cluster host counts and the counters of :class:`MirrorEvidence`, kept incrementally.
+
+    Clusters are named by their root page id. A cluster of one page is not stored: the caller
+    names its host when it grows. ``dirty_clusters``, ``dropped_clusters`` and ``dirty_hosts``
+    record what changed since :meth:`clear_dirty`, for stores that persist the ledger.
+    """
+
+    def __init__(self) -> None:
+        self.cluster_hosts: dict[int, dict[str, int]] = {}
+        self.documents: dict[str, int] = {}
+        self.duplicated: dict[str, int] = {}
+        self.shared: dict[str, dict[str, int]] = {}
+        self.canonical: dict[str, dict[str, int]] = {}
+        self.dirty_clusters: set[int] = set()
+        self.dropped_clusters: set[int] = set()
+        self.dirty_hosts: set[str] = set()
+
+    def _hosts(self, root: int, root_host: str) -> dict[str, int]:
+        return self.cluster_hosts.get(root) or {root_host: 1}
+
+    def _count(self, table: dict[str, int], host: str, n: int) -> None:
+        _bump(table, host, n)
+        self.dirty_hosts.add(host)
+
+    def _share(self, a: str, b: str, n: int) -> None:
+        _bump(self.shared.setdefault(a, {}), b, n)
+        _bump(self.shared.setdefault(b, {}), a, n)
+        self.dirty_hosts.update((a, b))
+
+    def new_document(self, host: str) -> None:
+        """A page of ``host`` starts a cluster of its own."""
+        self._count(self.documents, host, 1)
+
+    def join(self, root: int, root_host: str, host: str) -> None:
+        """A page of ``host`` joins the cluster ``root`` (whose root page is on ``root_host``)."""
+        counts = dict(self._hosts(root, root_host))
+        if host not in counts:
+            self._count(self.documents, host, 1)
+            self._count(self.duplicated, host, 1)
+            if len(counts) == 1:
+                self._count(self.duplicated, next(iter(counts)), 1)  # the cluster now spans hosts
+            for other in counts:
+                self._share(host, other, 1)
+        counts[host] = counts.get(host, 0) + 1
+        self.cluster_hosts[root] = counts
+        self.dirty_clusters.add(root)
+
+    def union(self, root: int, root_host: str, into: int, into_host: str) -> None:
+        """Cluster ``root`` joins cluster ``into`` (each named with its root page's host)."""
+        if root == into:
+            return
+        first, second = self._hosts(root, root_host), self._hosts(into, into_host)
+        merged = dict(second)
+        for host, n in first.items():
+            merged[host] = merged.get(host, 0) + n
+        hosts = sorted(merged)
+        for host in hosts:
+            if host in first and host in second:
+                self._count(self.documents, host, -1)  # two of its documents became one
+            before = (host in first and len(first) > 1) + (host in second and len(second) > 1)
+            self._count(self.duplicated, host, int(len(merged) > 1) - before)
+        for i, a in enumerate(hosts):
+            for b in hosts[i + 1 :]:
+                before = (a in first and b in first) + (a in second and b in second)
+                if before != 1:
+                    self._share(a, b, 1 - before)
+        self.cluster_hosts.pop(root, None)
+        self.cluster_hosts[into] = merged
+        self.dropped_clusters.add(root)
+        self.dirty_clusters.discard(root)
+        self.dirty_clusters.add(into)
+
+    def canonical_link(self, host: str, target: str) -> None:
+        """A page of ``host`` names ``target`` (another host) as its canonical location."""
+        _bump(self.canonical.setdefault(host, {}), target, 1)
+        self.dirty_hosts.add(host)
+
+    def evidence(self, pages: Mapping[str, int]) -> MirrorEvidence:
+        """The current evidence, with ``pages`` the counted pages of every host."""
+        return MirrorEvidence(
+            pages=dict(pages),
+            documents=dict(self.documents),
+            duplicated=dict(self.duplicated),
+            shared={h: dict(row) for h, row in self.shared.items() if row},
+            canonical={h: dict(row) for h, row in self.canonical.items() if row},
+        )
+
+    def clear_dirty(self) -> None:
+        """Forget what changed (after a store persisted it)."""
+        self.dirty_clusters.clear()
+        self.dropped_clusters.clear()
+        self.dirty_hosts.clear()
+
+
+def copies_most(ev: MirrorEvidence, host: str, min_pages: int, share: float) -> bool:
+    """Whether most of ``host``'s documents are also on other hosts."""
+    duplicated = ev.duplicated.get(host, 0)
+    return duplicated >= min_pages and duplicated >= share * max(ev.documents.get(host, 0), 1)
+
+
+def copies(ev: MirrorEvidence, host: str, origin: str, min_pages: int, share: float) -> bool | None:
+    """Whether ``host`` is the copy of ``origin`` (``None``: no evidence either way).
+
+    Assumes ``host`` copies most of what it has and shares documents with ``origin``.
+    """
+    c_to = ev.canonical.get(host, {}).get(origin, 0)
+    c_from = ev.canonical.get(origin, {}).get(host, 0)
+    if c_to != c_from:
+        return c_to > c_from
+    if not copies_most(ev, origin, min_pages, share):
+        return True  # the origin has documents of its own beyond what the two share
+    spread_host, spread_origin = len(ev.shared.get(host, {})), len(ev.shared.get(origin, {}))
+    if spread_host != spread_origin:
+        return spread_host > spread_origin  # an aggregator copies from many hosts
+    shared = ev.shared[host][origin]
+    own = shared / max(ev.documents.get(host, 0), 1)
+    other = shared / max(ev.documents.get(origin, 0), 1)
+    if abs(own - other) >= 0.1:
+        return own > other
+    return None
+
+
+def _copy_of_another(ev: MirrorEvidence, host: str, but: str, min_pages: int, share: float) -> bool:
+    """Whether ``host`` copies most of what it has and shares documents with a host (other than
+    ``but``) that does not: a copy, not an origin."""
+    if not copies_most(ev, host, min_pages, share):
+        return False
+    return any(
+        other != but and not copies_most(ev, other, min_pages, share) for other in ev.shared.get(host, {})
+    )
+
+
+def _candidates(
+    ev: MirrorEvidence, min_pages: int, share: float, hosts: Iterable[str] | None
+) -> list[tuple[str, str]]:
+    out = []
+    for host in sorted(hosts if hosts is not None else ev.shared):
+        if not copies_most(ev, host, min_pages, share):
+            continue
+        for origin, n in sorted(ev.shared.get(host, {}).items()):
+            if n >= min_pages and not _copy_of_another(ev, origin, host, min_pages, share):
+                out.append((host, origin))
+    return out
+
+
+def mirror_pairs(
+    ev: MirrorEvidence,
+    min_pages: int,
+    share: float,
+    hosts: Iterable[str] | None = None,
+) -> list[MirrorPair]:
+    """(mirror, origin) pairs the evidence supports (see the module docstring), strongest first.
+
+    Args:
+        ev: the evidence.
+        min_pages: documents a pair must share, and a mirror must have duplicated, at least.
+        share: share of a mirror's documents that must also be on other hosts.
+        hosts: only pairs whose mirror is one of these (default: all hosts).
+    """
+    out = []
+    for host, origin in _candidates(ev, min_pages, share, hosts):
+        if copies(ev, host, origin, min_pages, share):
+            n = ev.shared[host][origin]
+            out.append(MirrorPair(host, origin, n, round(n / max(ev.documents.get(host, 0), 1), 4)))
+    out.sort(key=lambda p: (-p.pages, p.host, p.mirror_of))
+    return out
+
+
+def undecided_pairs(ev: MirrorEvidence, min_pages: int, share: float) -> list[tuple[str, str]]:
+    """Host pairs that serve the same documents with no evidence of which copies the other."""
+    return sorted(
+        (host, origin)
+        for host, origin in _candidates(ev, min_pages, share, None)
+        if host < origin and copies(ev, host, origin, min_pages, share) is None
+    )

@@ -1,0 +1,8 @@
+"""The compiled per-page pass (Cython over lxml's C API).
+
+* :mod:`.extract`: main-content extraction in one walk over a parsed tree;
+* :mod:`.tokens`: word tokens and their seeded hashes, with date and time masking;
+* :mod:`.sketch`: shingles, MinHash, SimHash, digest, bucket keys, the page profile and its
+  comparisons;
+* :mod:`.page`: the three chained over reused buffers, one call per page.
+"""

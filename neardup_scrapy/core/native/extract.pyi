@@ -1,0 +1,9 @@
+from typing import Any
+
+def monotonic() -> float: ...
+
+class Extractor:
+    def __init__(self) -> None: ...
+    def extract(
+        self, element: Any, max_chars: int = 500_000, timeout: float = 0.0
+    ) -> tuple[str, str, str, str, str]: ...

@@ -1,0 +1,988 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Main-content extraction in one walk over a parsed (libxml2) HTML tree.
+
+The walk numbers the visible elements in document order and records, per element, its parent,
+the end of its subtree, its span in one text buffer, and bottom-up counts: visible characters,
+characters inside links, characters outside chrome, the largest content-marked element below it
+and its ``<article>`` descendants. Everything after the walk is arithmetic over these arrays:
+
+1. **Container.** A ``<main>`` (or ``role="main"``) holding at least a fifth of the page's text
+   is the main content (HTML: "the dominant contents of the body"). Else a single dominant,
+   non-nested ``<article>`` that is not itself a list of articles. Else a descent from
+   ``<body>``: move into the child holding at least 70% of the node's *mass* (text outside
+   chrome, link text weighted 1/5), never into a content block (paragraph, list, heading, data
+   table); when the page has a *title heading* (the heading that matches ``<title>``), only
+   into the branch holding it, so a page's heading stays with its text.
+2. **Render.** The container's text without hidden and dropped elements (scripts, forms...),
+   chrome (navigation, sharing, ads, comments... by tag, ARIA role or class/id words) and
+   link lists, each removed only while it holds less than half of the container's text: a
+   mislabelled wrapper cannot empty the page, and an index page keeps its links.
+3. **Heading.** The page's first ``<h1>`` outside chrome is prepended when it sits outside the
+   container; a page without ``<h1>`` gets its ``<title>``.
+
+Chrome words come in two strengths, each a general convention of page markup: *strong* words
+(share, comment, related, sponsor, cookie, newsletter...) mark chrome wherever they are;
+*layout* words (nav, sidebar, header, footer, toc, banner...) name page regions, so they mark
+chrome outside sectioning content (``main``/``article``/``section``) but document parts inside
+it (a DocBook "sidebar" note, an article's "header" with its title). A chrome name on an
+element whose largest content-marked descendant (``main``, ``article``, a "content" class)
+holds half its text is a layout wrapper, not chrome.
+
+Every count and decision is linear in the size of the tree; a deadline is checked as the walk
+goes, so no page can hold a check for long.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcmp, memcpy, memset, strlen
+from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
+
+from lxml.includes cimport tree
+from lxml.includes.tree cimport const_xmlChar
+cimport lxml.includes.etreepublic as cetree
+
+from neardup_scrapy.core.native._common cimport (
+    ByteBuf,
+    bytebuf_append,
+    bytebuf_push,
+    bytebuf_reserve,
+    hash_bytes,
+    mix64,
+)
+
+cetree.import_lxml__etree()
+
+# -- tag kinds -----------------------------------------------------------------------------------
+cdef enum:
+    K_DROP = 1          # never visible text: code, media, controls, head
+    K_SEMCHROME = 2     # chrome by HTML semantics: nav, aside, menu, dialog
+    K_HF = 4            # header/footer: chrome of the page, parts of a section
+    K_SECTIONING = 8    # main, article, section
+    K_INLINE = 16       # phrasing content: glued to its neighbours
+    K_BLOCKSTOP = 32    # content blocks the descent never enters
+    K_TABLEPART = 64
+    K_CELL = 128
+    K_H1 = 256
+    K_H23 = 512
+    K_A = 1024
+    K_MAIN = 2048
+    K_ARTICLE = 4096
+    K_HEAD = 8192
+    K_TITLE = 16384
+    K_BODY = 32768
+
+# -- element flags -------------------------------------------------------------------------------
+cdef enum:
+    F_STRONG = 1        # chrome wherever it is
+    F_LAYOUT = 2        # a page region: chrome outside sectioning content
+    F_CONTENT = 4       # class/id names content (article, post, entry...)
+    F_TITLED = 8        # class/id names a title
+    F_SEM_MAIN = 16
+    F_SEM_ARTICLE = 32
+    F_IN_SECTION = 64   # has a sectioning ancestor
+    F_EXCLUDED = 128    # chrome for the container choice
+    F_OVERRIDE = 256    # chrome-named, but a content-marked descendant holds half its text
+    F_ANC_EXCL = 512    # itself or an ancestor excluded
+    F_IN_ARTICLE = 1024 # has an <article> ancestor
+    F_LINK = 2048       # an <a href>
+
+cdef enum:
+    ALPHA_PCT = 70          # a child must hold this share of a node's mass for the descent
+    ANCHOR_PCT = 25         # the branch holding the title heading needs this share
+    SEMANTIC_PCT = 20       # share of the page's text a <main>/<article> must hold
+    LINK_WEIGHT_DIV = 5     # link text weighs 1/5 in the mass
+    DENSE_PCT = 80          # a block this much link text is a link list
+    LAYOUT_DENSE_PCT = 50   # a layout-named block inside a section this much link text is chrome
+    MIN_LIST_CHARS = 20
+    DEADLINE_EVERY = 4096   # nodes between two clock reads
+
+cdef uint16_t _TAG_KIND_SLOTS = 512
+cdef uint64_t _tag_keys[512]
+cdef uint16_t _tag_kinds[512]
+
+
+cdef inline uint64_t _name_key(const unsigned char *name, size_t n) noexcept nogil:
+    return hash_bytes(name, n, 0x7A6) | 1  # never 0 (0 marks an empty slot)
+
+
+cdef void _add_tags(str names, uint16_t kind):
+    cdef bytes b
+    cdef uint64_t key
+    cdef uint32_t slot
+    for name in names.split():
+        b = name.encode()
+        key = _name_key(b, len(b))
+        slot = key % _TAG_KIND_SLOTS
+        while _tag_keys[slot] != 0 and _tag_keys[slot] != key:
+            slot = (slot + 1) % _TAG_KIND_SLOTS
+        _tag_keys[slot] = key
+        _tag_kinds[slot] |= kind
+
+
+memset(_tag_keys, 0, sizeof(_tag_keys))
+memset(_tag_kinds, 0, sizeof(_tag_kinds))
+_add_tags(
+    "script style template svg math iframe object embed noscript head title meta link canvas audio "
+    "video map datalist frameset frame applet param source track select option textarea button input",
+    K_DROP,
+)
+_add_tags("nav aside menu dialog", K_SEMCHROME)
+_add_tags("header footer", K_HF)
+_add_tags("main article section", K_SECTIONING)
+_add_tags(
+    "a abbr acronym b bdi bdo big blink cite code data del dfn em font i ins kbd label mark nobr q s "
+    "samp small span strike strong sub sup time tt u var wbr",
+    K_INLINE,
+)
+_add_tags(
+    "p ul ol dl li dt dd pre blockquote h1 h2 h3 h4 h5 h6 figure figcaption code address", K_BLOCKSTOP
+)
+_add_tags("table thead tbody tfoot tr", K_TABLEPART)
+_add_tags("td th", K_CELL)
+_add_tags("h1", K_H1)
+_add_tags("h2 h3", K_H23)
+_add_tags("a", K_A)
+_add_tags("main", K_MAIN)
+_add_tags("article", K_ARTICLE)
+_add_tags("head", K_HEAD)
+_add_tags("title", K_TITLE)
+_add_tags("body", K_BODY)
+
+
+cdef inline uint16_t _tag_kind(const unsigned char *name) noexcept nogil:
+    cdef size_t n = strlen(<const char *>name)
+    cdef uint64_t key
+    cdef uint32_t slot
+    if n == 0 or n > 16:
+        return 0
+    key = _name_key(name, n)
+    slot = key % _TAG_KIND_SLOTS
+    while _tag_keys[slot] != 0:
+        if _tag_keys[slot] == key:
+            return _tag_kinds[slot]
+        slot = (slot + 1) % _TAG_KIND_SLOTS
+    return 0
+
+
+# -- class/id words ------------------------------------------------------------------------------
+# Each list states the convention it stands for; a word matches whole, a "part" anywhere in a word
+# ("postcomments"). Class strings are split at non-letters and camelCase humps, lower-cased.
+#: Strong chrome: sharing, ads and sponsors, consent, comments, related links, sign-in, site search,
+#: pagination, skip links and screen-reader-only text.
+cdef tuple _STRONG_WORDS = (
+    b"ad", b"ads", b"share", b"skip", b"rss", b"login", b"promo", b"promos", b"modal", b"search",
+    b"sronly", b"offscreen", b"signin", b"signup", b"pager", b"breadcrumbs", b"breadcrumb", b"sr",
+)
+cdef tuple _STRONG_PARTS = (
+    b"breadcrumb", b"comment", b"sharing", b"social", b"related", b"recommend", b"advert",
+    b"sponsor", b"cookie", b"consent", b"gdpr", b"newsletter", b"subscri", b"popup", b"toolbar",
+    b"pagination", b"outbrain", b"taboola", b"disqus", b"trackback",
+)
+#: Layout regions of a page: navigation, side columns, page header and footer, tables of contents.
+cdef tuple _LAYOUT_WORDS = (
+    b"nav", b"navbar", b"menu", b"menus", b"submenu", b"foot", b"tags", b"toc", b"rail",
+    b"masthead", b"byline",
+)
+cdef tuple _LAYOUT_PARTS = (b"navigation", b"sidebar", b"sidenav", b"footer", b"header", b"banner", b"copyright")
+#: Content containers.
+cdef tuple _CONTENT_WORDS = (b"main", b"post", b"entry", b"story", b"body", b"text", b"article", b"content")
+cdef tuple _CONTENT_PARTS = (
+    b"article", b"content", b"story", b"entry", b"maintext", b"mainbody", b"posttext", b"postbody"
+)
+#: ARIA roles of page chrome.
+cdef tuple _CHROME_ROLES = (
+    b"navigation", b"banner", b"contentinfo", b"complementary", b"menu", b"menubar", b"search",
+    b"dialog", b"alert", b"toolbar", b"tablist",
+)
+
+cdef enum:
+    C_NONE = 0
+    C_STRONG = 1
+    C_LAYOUT = 2
+    C_CONTENT = 3
+    C_TITLED = 8  # bit, combined with the above
+
+cdef uint32_t _MEMO_SLOTS = 1 << 14
+cdef uint64_t _memo_keys[16384]
+cdef uint8_t _memo_vals[16384]
+cdef uint32_t _memo_used = 0
+memset(_memo_keys, 0, sizeof(_memo_keys))
+
+
+cdef inline bint _word_in(const unsigned char *w, size_t n, tuple words) noexcept:
+    """Whether the word ``w[:n]`` is one of ``words`` (a tuple of bytes)."""
+    cdef Py_ssize_t i
+    cdef object item
+    for i in range(PyTuple_GET_SIZE(words)):
+        item = <object>PyTuple_GET_ITEM(words, i)
+        if <size_t>PyBytes_GET_SIZE(item) == n and memcmp(w, PyBytes_AS_STRING(item), n) == 0:
+            return True
+    return False
+
+
+cdef uint8_t _part_first[256]  # bytes that start some part (a cheap filter before the search)
+memset(_part_first, 0, sizeof(_part_first))
+
+
+cdef inline bint _part_in(const unsigned char *w, size_t n, tuple parts) noexcept:
+    """Whether one of ``parts`` (a tuple of bytes) occurs inside the word ``w[:n]``."""
+    cdef Py_ssize_t i
+    cdef size_t m, at
+    cdef const char *part
+    cdef object item
+    for at in range(n):
+        if _part_first[w[at]]:
+            break
+    else:
+        return False
+    for i in range(PyTuple_GET_SIZE(parts)):
+        item = <object>PyTuple_GET_ITEM(parts, i)
+        m = <size_t>PyBytes_GET_SIZE(item)
+        part = PyBytes_AS_STRING(item)
+        if m > n:
+            continue
+        for at in range(n - m + 1):
+            if w[at] == <unsigned char>part[0] and memcmp(w + at, part, m) == 0:
+                return True
+    return False
+
+
+for _parts in (_STRONG_PARTS, _LAYOUT_PARTS, _CONTENT_PARTS):
+    for _part in _parts:
+        _part_first[_part[0]] = 1
+
+
+cdef uint8_t _classify_words(const unsigned char *s, size_t n) noexcept:
+    """Classify a class/id string: C_STRONG, C_LAYOUT, C_CONTENT or C_NONE, plus C_TITLED.
+
+    Words are runs of ASCII letters, split at camelCase humps and lower-cased; the strongest
+    class any word has wins (strong chrome, then layout, then content).
+    """
+    cdef unsigned char word[64]
+    cdef size_t w = 0, i
+    cdef unsigned char c, prev = 0
+    cdef bint letter, upper
+    cdef bint strong = False, layout = False, content = False, titled = False
+    for i in range(n + 1):
+        c = s[i] if i < n else 0
+        upper = c >= 65 and c <= 90
+        letter = upper or (c >= 97 and c <= 122)
+        if (not letter or (upper and prev >= 97 and prev <= 122)) and w:
+            # a word ends at a non-letter or before a camelCase hump
+            if _word_in(word, w, _STRONG_WORDS) or _part_in(word, w, _STRONG_PARTS):
+                strong = True
+            elif _word_in(word, w, _LAYOUT_WORDS) or _part_in(word, w, _LAYOUT_PARTS):
+                layout = True
+            elif _word_in(word, w, _CONTENT_WORDS) or _part_in(word, w, _CONTENT_PARTS):
+                content = True
+            if w == 5 and memcmp(word, b"title", 5) == 0:
+                titled = True
+            w = 0
+        if letter and w < 64:
+            word[w] = c + 32 if upper else c
+            w += 1
+        prev = c
+    return (C_STRONG if strong else C_LAYOUT if layout else C_CONTENT if content else C_NONE) | (
+        C_TITLED if titled else 0
+    )
+
+
+cdef inline uint64_t _shape_hash(const unsigned char *s, size_t n, uint64_t h) noexcept nogil:
+    """Fold ``s`` into ``h``, every run of digits counting as one "0": ids that differ only in
+    their numbers ("post-123", "post-456") share a memo entry, as they share a class."""
+    cdef size_t i
+    cdef bint digits = False
+    cdef unsigned char c
+    for i in range(n):
+        c = s[i]
+        if c >= 48 and c <= 57:
+            if digits:
+                continue
+            digits = True
+            c = 48
+        else:
+            digits = False
+        h = (h ^ c) * 0x100000001B3ULL
+    return h
+
+
+cdef uint8_t _classify(const unsigned char *cls, size_t ncls, const unsigned char *ident, size_t nid) noexcept:
+    """:func:`_classify_words` of ``class`` and ``id`` together, memoised by shape."""
+    cdef uint64_t key = mix64(_shape_hash(ident, nid, _shape_hash(cls, ncls, 0xCBF29CE484222325ULL) ^ 0x2F)) | 1
+    cdef uint32_t slot = <uint32_t>(key & (_MEMO_SLOTS - 1))
+    cdef uint8_t kind, a, b
+    global _memo_used
+    while _memo_keys[slot] != 0:
+        if _memo_keys[slot] == key:
+            return _memo_vals[slot]
+        slot = (slot + 1) & (_MEMO_SLOTS - 1)
+    a = _classify_words(cls, ncls)
+    b = _classify_words(ident, nid)
+    kind = _strongest(a & 7, b & 7) | ((a | b) & C_TITLED)
+    if _memo_used > _MEMO_SLOTS * 3 // 4:
+        memset(_memo_keys, 0, sizeof(_memo_keys))
+        _memo_used = 0
+        slot = <uint32_t>(key & (_MEMO_SLOTS - 1))
+    _memo_keys[slot] = key
+    _memo_vals[slot] = kind
+    _memo_used += 1
+    return kind
+
+
+cdef inline uint8_t _strongest(uint8_t a, uint8_t b) noexcept:
+    if a == C_STRONG or b == C_STRONG:
+        return C_STRONG
+    if a == C_LAYOUT or b == C_LAYOUT:
+        return C_LAYOUT
+    if a == C_CONTENT or b == C_CONTENT:
+        return C_CONTENT
+    return C_NONE
+
+
+cdef inline bint _eq(const unsigned char *a, const char *b) noexcept nogil:
+    return strlen(<const char *>a) == strlen(b) and memcmp(a, b, strlen(b)) == 0
+
+
+cdef inline bint _ieq(const unsigned char *a, size_t n, const char *b) noexcept nogil:
+    """ASCII case-insensitive equality of ``a[:n]`` (surrounding spaces ignored) with ``b``."""
+    cdef size_t m = strlen(b), i
+    while n and (a[0] == 32 or a[0] == 9 or a[0] == 10 or a[0] == 13):
+        a += 1
+        n -= 1
+    while n and (a[n - 1] == 32 or a[n - 1] == 9 or a[n - 1] == 10 or a[n - 1] == 13):
+        n -= 1
+    if n != m:
+        return False
+    for i in range(n):
+        if (a[i] | 32) != (<unsigned char>b[i] | 32):
+            return False
+    return True
+
+
+cdef bint _role_is_chrome(const unsigned char *v, size_t n) noexcept:
+    cdef Py_ssize_t i
+    for i in range(PyTuple_GET_SIZE(_CHROME_ROLES)):
+        if _ieq(v, n, PyBytes_AS_STRING(<object>PyTuple_GET_ITEM(_CHROME_ROLES, i))):
+            return True
+    return False
+
+
+cdef bint _style_hides(const unsigned char *v, size_t n) noexcept nogil:
+    """``display:none`` or ``visibility:hidden`` in an inline style (spaces and case ignored)."""
+    cdef unsigned char squeezed[256]
+    cdef size_t m = 0, i
+    cdef unsigned char c
+    for i in range(n):
+        c = v[i]
+        if c == 32 or c == 9 or c == 10 or c == 13:
+            continue
+        if m < 256:
+            squeezed[m] = c | 32 if (c >= 65 and c <= 90) else c
+            m += 1
+    for i in range(m):
+        if m - i >= 12 and memcmp(squeezed + i, b"display:none", 12) == 0:
+            return True
+        if m - i >= 17 and memcmp(squeezed + i, b"visibility:hidden", 17) == 0:
+            return True
+    return False
+
+
+cdef inline const unsigned char *_attr_value(tree.xmlAttr *a, size_t *n) noexcept nogil:
+    """The value of a single-text-node attribute (``""`` for none or for an unusual layout)."""
+    cdef tree.xmlNode *child = a.children
+    if child == NULL or child.type != tree.XML_TEXT_NODE or child.content == NULL:
+        n[0] = 0
+        return <const unsigned char *>b""
+    n[0] = strlen(<const char *>child.content)
+    return <const unsigned char *>child.content
+
+
+cdef inline int32_t _count_chars(const unsigned char *p, size_t n) noexcept nogil:
+    """Visible characters of UTF-8 text: code points other than ASCII whitespace."""
+    cdef int32_t count = 0
+    cdef size_t i
+    cdef unsigned char c
+    for i in range(n):
+        c = p[i]
+        if (c & 0xC0) != 0x80 and c != 32 and c != 10 and c != 9 and c != 13 and c != 12 and c != 11:
+            count += 1
+    return count
+
+
+cdef inline double _now() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return ts.tv_sec + ts.tv_nsec * 1e-9
+
+
+def monotonic():
+    """The clock the deadlines of :meth:`Extractor.run` are read on (seconds)."""
+    return _now()
+
+
+cdef inline int64_t _mass(Elem *e) noexcept nogil:
+    """Text outside chrome, link text weighted 1/LINK_WEIGHT_DIV (scaled by LINK_WEIGHT_DIV)."""
+    return <int64_t>(e.content - e.clink) * LINK_WEIGHT_DIV + e.clink
+
+
+cdef inline bint _listing(Elem *e) noexcept nogil:
+    """Two or more <article> descendants holding half the text: a list of items, not one text."""
+    return e.art_n >= 2 and <int64_t>e.art_text * 2 >= e.text
+
+
+cdef class Extractor:
+    """Reusable buffers and the extraction of one page at a time (see the module docstring).
+
+    Not thread-safe: one extractor per thread.
+    """
+
+    def __cinit__(self):
+        self.elems = NULL
+        self.n_elems = 0
+        self.cap_elems = 0
+        self.drops = NULL
+        self.cap_drops = 0
+        memset(&self.buf, 0, sizeof(ByteBuf))
+        memset(&self.out, 0, sizeof(ByteBuf))
+        memset(&self.heading, 0, sizeof(ByteBuf))
+        memset(&self.title, 0, sizeof(ByteBuf))
+        memset(&self.canonical, 0, sizeof(ByteBuf))
+
+    def __dealloc__(self):
+        free(self.elems)
+        free(self.drops)
+        free(self.buf.data)
+        free(self.out.data)
+        free(self.heading.data)
+        free(self.title.data)
+        free(self.canonical.data)
+
+    # -- the walk --------------------------------------------------------------------------------
+    cdef int32_t _new_elem(self) except -1:
+        cdef Elem *grown
+        cdef int32_t cap
+        if self.n_elems >= self.cap_elems:
+            cap = self.cap_elems * 2 if self.cap_elems else 4096
+            grown = <Elem *>realloc(self.elems, cap * sizeof(Elem))
+            if grown == NULL:
+                raise MemoryError()
+            self.elems = grown
+            self.cap_elems = cap
+        memset(&self.elems[self.n_elems], 0, sizeof(Elem))
+        self.n_elems += 1
+        return self.n_elems - 1
+
+    cdef void _read_head(self, tree.xmlNode *head):
+        """The first <title> text and the canonical link of a <head>."""
+        cdef tree.xmlNode *node = head.children
+        cdef tree.xmlNode *child
+        cdef tree.xmlAttr *a
+        cdef const unsigned char *v
+        cdef size_t n
+        cdef bint canonical
+        cdef const unsigned char *href
+        cdef size_t nhref
+        while node != NULL:
+            if node.type == tree.XML_ELEMENT_NODE and node.name != NULL:
+                if _eq(node.name, "title") and self.title.len == 0:
+                    child = node.children
+                    while child != NULL:
+                        if child.type == tree.XML_TEXT_NODE and child.content != NULL:
+                            bytebuf_append(&self.title, child.content, strlen(<const char *>child.content))
+                        child = child.next
+                elif _eq(node.name, "link") and self.canonical.len == 0:
+                    canonical = False
+                    href = NULL
+                    nhref = 0
+                    a = node.properties
+                    while a != NULL:
+                        v = _attr_value(a, &n)
+                        if _eq(a.name, "rel") and _ieq(v, n, "canonical"):
+                            canonical = True
+                        elif _eq(a.name, "href"):
+                            href, nhref = v, n
+                        a = a.next
+                    if canonical and href != NULL:
+                        bytebuf_append(&self.canonical, href, nhref)
+            node = node.next
+
+    cdef int _walk(self, tree.xmlNode *top, double deadline) except -1:
+        """Number the visible elements under ``top`` and fill their counts (see :class:`Elem`).
+
+        Iterative, in document order. Hidden and dropped elements are never entered, so the parent
+        of every visited node is the open element ``cur``.
+        """
+        cdef tree.xmlNode *node = top
+        cdef tree.xmlAttr *a
+        cdef const_xmlChar *name
+        cdef Elem *e
+        cdef Elem *p
+        cdef int32_t cur = -1, idx
+        cdef uint16_t kind
+        cdef uint32_t flags, inherited
+        cdef uint8_t klass
+        cdef const unsigned char *v
+        cdef const unsigned char *cls
+        cdef const unsigned char *ident
+        cdef size_t n, ncls, nid
+        cdef bint hidden, has_href, role_main, role_chrome
+        cdef int32_t chars
+        cdef long steps = 0
+        while True:
+            steps += 1
+            if steps % DEADLINE_EVERY == 0 and deadline > 0 and _now() > deadline:
+                return EXTRACT_TIMEOUT
+            if node.type == tree.XML_ELEMENT_NODE and node.name != NULL:
+                kind = _tag_kind(node.name)
+                hidden = (kind & K_DROP) != 0
+                has_href = role_main = role_chrome = False
+                cls = ident = <const unsigned char *>b""
+                ncls = nid = 0
+                if not hidden:
+                    a = node.properties
+                    while a != NULL:
+                        name = a.name
+                        if name[0] == 99 and _eq(name, "class"):
+                            cls = _attr_value(a, &ncls)
+                        elif name[0] == 105 and _eq(name, "id"):
+                            ident = _attr_value(a, &nid)
+                        elif name[0] == 114 and _eq(name, "role"):
+                            v = _attr_value(a, &n)
+                            if _ieq(v, n, "main"):
+                                role_main = True
+                            elif _role_is_chrome(v, n):
+                                role_chrome = True
+                        elif name[0] == 104 and _eq(name, "hidden"):
+                            hidden = True
+                        elif name[0] == 104 and _eq(name, "href"):
+                            has_href = True
+                        elif name[0] == 115 and _eq(name, "style"):
+                            v = _attr_value(a, &n)
+                            if _style_hides(v, n):
+                                hidden = True
+                        elif name[0] == 97 and _eq(name, "aria-hidden"):
+                            v = _attr_value(a, &n)
+                            if _ieq(v, n, "true"):
+                                hidden = True
+                        a = a.next
+                if not hidden:
+                    idx = self._new_elem()
+                    e = &self.elems[idx]
+                    e.parent = cur
+                    e.kind = kind
+                    inherited = 0
+                    if cur >= 0:
+                        p = &self.elems[cur]
+                        inherited = p.flags & (F_IN_SECTION | F_IN_ARTICLE | F_LINK)
+                        if p.kind & K_SECTIONING or p.flags & F_SEM_MAIN:
+                            inherited |= F_IN_SECTION
+                        if p.kind & K_ARTICLE:
+                            inherited |= F_IN_ARTICLE
+                    flags = inherited
+                    if kind & K_SEMCHROME or role_chrome:
+                        flags |= F_STRONG
+                    elif kind & K_HF:
+                        if not (inherited & F_IN_SECTION):
+                            flags |= F_STRONG
+                    elif ncls or nid:
+                        klass = _classify(cls, ncls, ident, nid)
+                        if klass & 7 == C_STRONG:
+                            flags |= F_STRONG
+                        elif klass & 7 == C_LAYOUT:
+                            flags |= F_LAYOUT
+                        elif klass & 7 == C_CONTENT:
+                            flags |= F_CONTENT
+                        if klass & C_TITLED:
+                            flags |= F_TITLED
+                    if kind & K_MAIN or role_main:
+                        flags |= F_SEM_MAIN
+                    if kind & K_ARTICLE:
+                        flags |= F_SEM_ARTICLE
+                    if kind & K_A and has_href:
+                        flags |= F_LINK
+                    e.flags = flags
+                    e.tstart = <uint32_t>self.buf.len
+                    if not (kind & K_INLINE) and bytebuf_push(&self.buf, 32) < 0:
+                        return EXTRACT_NOMEM
+                    cur = idx
+                    if node.children != NULL:
+                        node = node.children
+                        continue
+                    self._close(cur)  # a leaf element ends at once
+                    cur = self.elems[cur].parent
+            elif (node.type == tree.XML_TEXT_NODE or node.type == tree.XML_CDATA_SECTION_NODE) and cur >= 0:
+                if node.content != NULL:
+                    n = strlen(<const char *>node.content)
+                    if n:
+                        if bytebuf_append(&self.buf, node.content, n) < 0:
+                            return EXTRACT_NOMEM
+                        chars = _count_chars(node.content, n)
+                        e = &self.elems[cur]
+                        e.text += chars
+                        e.content += chars
+                        if e.flags & F_LINK:
+                            e.link += chars
+                            e.clink += chars
+            # the node is done: on to the next one in document order, closing finished elements
+            if node == top:
+                return EXTRACT_OK
+            while node.next == NULL:
+                node = node.parent
+                self._close(cur)
+                cur = self.elems[cur].parent
+                if node == top or node == NULL:
+                    return EXTRACT_OK
+            node = node.next
+
+    cdef void _close(self, int32_t i) noexcept:
+        cdef Elem *e = &self.elems[i]
+        cdef Elem *p
+        cdef uint32_t flags = e.flags
+        if not (e.kind & K_INLINE):
+            bytebuf_push(&self.buf, 32)
+        e.tend = <uint32_t>self.buf.len
+        e.end = self.n_elems
+        if flags & (F_SEM_MAIN | F_SEM_ARTICLE | F_CONTENT) and e.text > e.marked:
+            e.marked = e.text
+        if flags & (F_STRONG | F_LAYOUT) and e.text > 0 and <int64_t>e.marked * 2 >= e.text:
+            flags |= F_OVERRIDE
+        if (flags & F_STRONG or (flags & F_LAYOUT and not (flags & F_IN_SECTION))) and not (flags & F_OVERRIDE):
+            flags |= F_EXCLUDED
+        e.flags = flags
+        if e.parent < 0:
+            return
+        p = &self.elems[e.parent]
+        p.text += e.text
+        p.link += e.link
+        if e.marked > p.marked:
+            p.marked = e.marked
+        if not (flags & F_EXCLUDED):
+            p.content += e.content
+            p.clink += e.clink
+        if flags & F_SEM_ARTICLE:
+            p.art_n += 1
+            p.art_text += e.text
+        else:
+            p.art_n += e.art_n
+            p.art_text += e.art_text
+
+    # -- decisions over the arrays -----------------------------------------------------------------
+    cdef int32_t _find_anchor(self):
+        """The heading (h1-h3 or a title-classed element) outside chrome that best matches <title>:
+        at least 60% of its words are words of the title, most words in common wins."""
+        cdef set title_words = _words(self.title.data, self.title.len)
+        cdef int32_t i, best = -1
+        cdef Elem *e
+        cdef set words
+        cdef Py_ssize_t hit, best_hit = 0
+        if not title_words:
+            return -1
+        for i in range(self.n_elems):
+            e = &self.elems[i]
+            if not (e.kind & (K_H1 | K_H23) or e.flags & F_TITLED) or e.flags & F_ANC_EXCL:
+                continue
+            words = _words(self.buf.data + e.tstart, e.tend - e.tstart)
+            if not words:
+                continue
+            hit = len(words & title_words)
+            if hit * 5 >= 3 * len(words) and hit > best_hit:
+                best, best_hit = i, hit
+        return best
+
+    cdef bint _dominated(self, int32_t t) noexcept:
+        """Whether a cell of table part ``t`` holds ALPHA of its mass (a layout table)."""
+        cdef int64_t m = _mass(&self.elems[t])
+        cdef int32_t j = t + 1, end = self.elems[t].end
+        cdef Elem *e
+        while j < end:
+            e = &self.elems[j]
+            if e.kind & K_CELL:
+                if _mass(e) * 100 >= ALPHA_PCT * m:
+                    return True
+                j = e.end
+            elif e.kind & K_TABLEPART:
+                j += 1
+            else:
+                j = e.end
+        return False
+
+    cdef int32_t _choose(self) noexcept:
+        cdef Elem *elems = self.elems
+        cdef int32_t i, best = -1, node, child, holder, end
+        cdef int64_t total = elems[0].text, best_text = 0, sum_text = 0, m, cm, best_mass
+        cdef Elem *e
+        # 1. <main>
+        for i in range(self.n_elems):
+            e = &elems[i]
+            if e.flags & F_SEM_MAIN and not (e.flags & F_ANC_EXCL) and e.text > best_text:
+                best, best_text = i, e.text
+        if best >= 0 and best_text * 100 >= SEMANTIC_PCT * total:
+            return best
+        # 2. one dominant, non-nested <article> that is not a list of articles
+        best, best_text = -1, 0
+        for i in range(self.n_elems):
+            e = &elems[i]
+            if e.flags & F_SEM_ARTICLE and not (e.flags & (F_ANC_EXCL | F_IN_ARTICLE)):
+                sum_text += e.text
+                if e.text > best_text:
+                    best, best_text = i, e.text
+        if (
+            best >= 0
+            and best_text * 100 >= SEMANTIC_PCT * total
+            and sum_text * 2 <= 3 * best_text
+            and not _listing(&elems[best])
+        ):
+            return best
+        # 3. descent
+        node = 0
+        while True:
+            e = &elems[node]
+            m = _mass(e)
+            end = e.end
+            if self.anchor > node and self.anchor < end:
+                holder = node + 1
+                while holder < end and not (holder <= self.anchor < elems[holder].end):
+                    holder = elems[holder].end
+                if holder >= end or holder == self.anchor or _mass(&elems[holder]) * 100 < ANCHOR_PCT * m:
+                    break
+                best = holder
+            else:
+                best = -1
+                best_mass = -1
+                child = node + 1
+                while child < end:
+                    cm = _mass(&elems[child])
+                    if not (elems[child].flags & F_EXCLUDED) and not _listing(&elems[child]) and cm > best_mass:
+                        best, best_mass = child, cm
+                    child = elems[child].end
+                if best < 0 or m <= 0 or best_mass * 100 < ALPHA_PCT * m:
+                    break
+            if elems[best].kind & K_BLOCKSTOP:
+                break  # a paragraph, list or heading is a part of the content, not its container
+            if elems[best].kind & K_TABLEPART and not self._dominated(best):
+                break  # a data table is content; a layout table (one dominant cell) is descended
+            node = best
+        return node
+
+    cdef int _render(self, int32_t c, long max_chars) except -1:
+        """Append the text of element ``c`` without chrome and link lists to ``self.out``."""
+        cdef Elem *elems = self.elems
+        cdef Elem *top = &elems[c]
+        cdef Elem *e
+        cdef int64_t total = top.text
+        cdef bint link_page = total > 0 and <int64_t>top.link * 2 >= total
+        cdef int32_t j = c + 1, nd = 0
+        cdef bint drop
+        cdef uint32_t *grown
+        cdef uint32_t pos
+        while j < top.end:
+            e = &elems[j]
+            drop = False
+            if <int64_t>e.text * 2 < total and not (e.flags & F_OVERRIDE):
+                if e.flags & F_STRONG:
+                    drop = True
+                elif e.flags & F_LAYOUT and (
+                    not (e.flags & F_IN_SECTION) or <int64_t>e.link * 100 >= LAYOUT_DENSE_PCT * e.text
+                ):
+                    drop = True
+                elif (
+                    not (e.kind & K_INLINE)
+                    and e.text >= MIN_LIST_CHARS
+                    and <int64_t>e.link * 100 >= DENSE_PCT * e.text
+                    and not link_page
+                ):
+                    drop = True
+            if drop:
+                if 2 * nd + 2 > self.cap_drops:
+                    self.cap_drops = self.cap_drops * 2 if self.cap_drops else 256
+                    grown = <uint32_t *>realloc(self.drops, self.cap_drops * sizeof(uint32_t))
+                    if grown == NULL:
+                        raise MemoryError()
+                    self.drops = grown
+                self.drops[2 * nd] = e.tstart
+                self.drops[2 * nd + 1] = e.tend
+                nd += 1
+                j = e.end
+            else:
+                j += 1
+        pos = top.tstart
+        for j in range(nd):
+            _append_folded(&self.out, self.buf.data + pos, self.drops[2 * j] - pos)
+            bytebuf_push(&self.out, 32)
+            pos = self.drops[2 * j + 1]
+        _append_folded(&self.out, self.buf.data + pos, top.tend - pos)
+        return 0
+
+    cdef int run(self, tree.xmlNode *root, long max_chars, double deadline) except -1:
+        """Extract the main text of the tree at ``root`` into ``self.out`` (UTF-8, whitespace
+        folded, at most ``max_chars`` characters), with ``self.heading``, ``self.title`` and
+        ``self.canonical``. Returns an ``EXTRACT_*`` outcome."""
+        cdef tree.xmlNode *body = NULL
+        cdef tree.xmlNode *node
+        cdef int status, i
+        cdef Elem *e
+        cdef int32_t h1 = -1, first_heading = -1
+        self.n_elems = 0
+        self.buf.len = self.out.len = self.heading.len = self.title.len = self.canonical.len = 0
+        self.anchor = -1
+        self.container = -1
+        if root == NULL:
+            return EXTRACT_EMPTY
+        if root.type == tree.XML_DOCUMENT_NODE or root.type == tree.XML_HTML_DOCUMENT_NODE:
+            root = root.children
+            while root != NULL and root.type != tree.XML_ELEMENT_NODE:
+                root = root.next
+            if root == NULL:
+                return EXTRACT_EMPTY
+        if _tag_kind(root.name) & K_BODY:
+            body = root
+        else:
+            node = root.children
+            while node != NULL:
+                if node.type == tree.XML_ELEMENT_NODE and node.name != NULL:
+                    if _tag_kind(node.name) & K_HEAD:
+                        self._read_head(node)
+                    elif _tag_kind(node.name) & K_BODY and body == NULL:
+                        body = node
+                node = node.next
+        if body == NULL:
+            body = root
+        status = self._walk(body, deadline)
+        if status != EXTRACT_OK:
+            return status
+        if self.n_elems == 0 or self.elems[0].text == 0:
+            return EXTRACT_EMPTY
+        # ancestors' exclusion, top-down (a parent always precedes its children)
+        for i in range(self.n_elems):
+            e = &self.elems[i]
+            if e.flags & F_EXCLUDED or (e.parent >= 0 and self.elems[e.parent].flags & F_ANC_EXCL):
+                e.flags |= F_ANC_EXCL
+            if first_heading < 0 and (e.kind & K_H1 or e.flags & F_TITLED) and not (e.flags & F_ANC_EXCL) and e.text:
+                first_heading = i
+        self.anchor = self._find_anchor()
+        self.container = self._choose()
+        # the page heading: the first <h1> outside chrome, prepended when outside the container
+        for i in range(self.n_elems):
+            e = &self.elems[i]
+            if not (e.kind & K_H1) or not e.text:
+                continue
+            if self.container <= i < self.elems[self.container].end:
+                h1 = -2  # inside: nothing to add
+                break
+            if e.flags & F_ANC_EXCL:
+                continue
+            h1 = i
+            break
+        if h1 >= 0:
+            _append_folded(&self.out, self.buf.data + self.elems[h1].tstart, self.elems[h1].tend - self.elems[h1].tstart)
+            bytebuf_push(&self.out, 32)
+        elif h1 == -1 and self.title.len:
+            _append_folded(&self.out, self.title.data, self.title.len)
+            bytebuf_push(&self.out, 32)
+        self._render(self.container, max_chars)
+        if not _has_visible(self.out.data, self.out.len):
+            self.out.len = 0
+            self._render(0, max_chars)
+        _trim_cap(&self.out, max_chars)
+        if first_heading >= 0:
+            e = &self.elems[first_heading]
+            _append_folded(&self.heading, self.buf.data + e.tstart, e.tend - e.tstart)
+            _trim_cap(&self.heading, 1000)
+        return EXTRACT_OK if _has_visible(self.out.data, self.out.len) else EXTRACT_EMPTY
+
+    # -- Python access (tests, diagnostics) ------------------------------------------------------
+    def extract(self, element, long max_chars=500_000, double timeout=0.0):
+        """Extract from an lxml element (a tree's root): ``(status, text, heading, title, canonical)``.
+
+        ``status`` is ``"ok"``, ``"empty"`` or ``"timeout"``; the strings are decoded UTF-8.
+        """
+        cdef cetree._Element el = element
+        cdef double deadline = _now() + timeout if timeout > 0 else 0.0
+        cdef tree.xmlNode *root = el._c_node
+        status = self.run(root, max_chars, deadline)
+        names = {EXTRACT_OK: "ok", EXTRACT_EMPTY: "empty", EXTRACT_TIMEOUT: "timeout", EXTRACT_NOMEM: "nomem"}
+        return (
+            names[status],
+            self.out.data[: self.out.len].decode("utf-8", "replace") if self.out.len else "",
+            self.heading.data[: self.heading.len].decode("utf-8", "replace") if self.heading.len else "",
+            _fold(self.title.data[: self.title.len].decode("utf-8", "replace")) if self.title.len else "",
+            self.canonical.data[: self.canonical.len].decode("utf-8", "replace").strip() if self.canonical.len else "",
+        )
+
+
+cdef str _fold(str s):
+    return " ".join(s.split())
+
+
+cdef set _words(const unsigned char *p, size_t n):
+    """Hashes of the words of UTF-8 text (runs of ASCII letters, digits, '_' and non-ASCII bytes),
+    ASCII-lower-cased; for the title-heading match only."""
+    cdef set out = set()
+    cdef unsigned char word[128]
+    cdef size_t w = 0, i
+    cdef unsigned char c
+    for i in range(n + 1):
+        c = p[i] if i < n else 32
+        if c >= 0x80 or (c >= 48 and c <= 57) or (c >= 97 and c <= 122) or c == 95 or (c >= 65 and c <= 90):
+            if w < 128:
+                word[w] = c + 32 if (c >= 65 and c <= 90) else c
+                w += 1
+        elif w:
+            out.add(hash_bytes(word, w, 0x57))
+            w = 0
+    return out
+
+
+cdef inline bint _is_space(unsigned char c) noexcept nogil:
+    return c == 32 or c == 10 or c == 9 or c == 13 or c == 12 or c == 11
+
+
+cdef void _append_folded(ByteBuf *out, const unsigned char *p, size_t n) noexcept nogil:
+    """Append UTF-8 text with ASCII whitespace runs folded to one space (none at the start)."""
+    cdef size_t i
+    cdef unsigned char c
+    cdef bint space = out.len == 0 or out.data[out.len - 1] == 32
+    if bytebuf_reserve(out, n) < 0:
+        return
+    for i in range(n):
+        c = p[i]
+        if _is_space(c):
+            if not space:
+                out.data[out.len] = 32
+                out.len += 1
+                space = True
+        else:
+            out.data[out.len] = c
+            out.len += 1
+            space = False
+
+
+cdef bint _has_visible(const unsigned char *p, size_t n) noexcept nogil:
+    cdef size_t i
+    for i in range(n):
+        if not _is_space(p[i]):
+            return True
+    return False
+
+
+cdef void _trim_cap(ByteBuf *b, long max_chars) noexcept nogil:
+    """Drop trailing spaces; cut at ``max_chars`` code points, at the last space before the cut
+    when one is within 200 bytes."""
+    cdef size_t i, chars = 0, cut = b.len, space
+    for i in range(b.len):
+        if (b.data[i] & 0xC0) != 0x80:
+            if chars == <size_t>max_chars:
+                cut = i
+                break
+            chars += 1
+    if cut < b.len:
+        space = cut
+        while space > 0 and cut - space < 200 and b.data[space - 1] != 32:
+            space -= 1
+        if space > 0 and cut - space < 200:
+            cut = space
+        b.len = cut
+    while b.len and b.data[b.len - 1] == 32:
+        b.len -= 1

@@ -1,0 +1,34 @@
+from collections.abc import Iterable
+from typing import Any
+
+class PageSketch:
+    status: str
+    text: bytes
+    tokens: int
+    digest: bytes
+    signature: bytes
+    simhash: int
+    keys: bytes
+    profile: bytes
+    canonical: str
+
+class NativeAnalyzer:
+    def __init__(
+        self,
+        seed: int,
+        num_perm: int,
+        shingle_size: int,
+        bands: int,
+        rows: int,
+        simhash_masks: Iterable[int],
+        mask_digits: bool = False,
+        mask_dates: bool = True,
+        char_mode: bool = False,
+        max_chars: int = 500_000,
+    ) -> None: ...
+    @property
+    def key_count(self) -> int: ...
+    def analyze_tree(
+        self, element: Any, host_salt: int | None = None, timeout: float = 0.0
+    ) -> PageSketch: ...
+    def analyze_text(self, text: str, host_salt: int | None = None) -> PageSketch: ...

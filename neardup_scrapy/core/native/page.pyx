@@ -1,0 +1,171 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""One compiled pass per page: parsed tree (or text) -> main text -> token hashes -> sketches.
+
+:class:`NativeAnalyzer` chains :class:`~.extract.Extractor`, :class:`~.tokens.Tokenizer` and
+:class:`~.sketch.Sketcher` over reused buffers; the only Python objects it makes per page are
+the bytes of its result (:class:`PageSketch`). A deadline bounds the whole pass.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from libc.stdint cimport uint64_t
+from libc.stdlib cimport free
+from libc.string cimport memset
+
+cimport lxml.includes.etreepublic as cetree
+from lxml.includes cimport tree
+
+from neardup_scrapy.core.native._common cimport ByteBuf, U64Buf
+from neardup_scrapy.core.native.extract cimport (
+    EXTRACT_EMPTY,
+    EXTRACT_NOMEM,
+    EXTRACT_OK,
+    EXTRACT_TIMEOUT,
+    Extractor,
+)
+from neardup_scrapy.core.native.sketch cimport Sketcher, build_profile
+from neardup_scrapy.core.native.tokens cimport Tokenizer
+
+from neardup_scrapy.core.native.extract import monotonic
+
+cetree.import_lxml__etree()
+
+
+cdef class PageSketch:
+    """What the compiled pass found on one page.
+
+    Attributes:
+        status: ``"ok"``, ``"no text"`` (nothing visible, or no tokens) or ``"timeout"``.
+        text: the main text, UTF-8, whitespace folded.
+        tokens: number of tokens.
+        digest: 16-byte exact-duplicate digest.
+        signature: the MinHash, ``num_perm`` little-endian uint32.
+        simhash: the 64-bit SimHash.
+        keys: the bucket keys, little-endian uint64 (digest, bands, SimHash tables).
+        profile: the verification profile (edit sketch and heading words).
+        canonical: the page's ``<link rel=canonical>`` href, ``""`` when none.
+    """
+
+    cdef readonly str status
+    cdef readonly bytes text
+    cdef readonly long tokens
+    cdef readonly bytes digest
+    cdef readonly bytes signature
+    cdef readonly unsigned long long simhash
+    cdef readonly bytes keys
+    cdef readonly bytes profile
+    cdef readonly str canonical
+
+
+cdef class NativeAnalyzer:
+    """The compiled per-page pass for one set of parameters (not thread-safe: one per thread).
+
+    Args:
+        seed, num_perm, shingle_size, bands, rows, simhash_masks: as :class:`~.sketch.Sketcher`.
+        mask_digits, mask_dates, char_mode: as :class:`~.tokens.Tokenizer`.
+        max_chars: the main text is cut at this many characters.
+    """
+
+    cdef Extractor extractor
+    cdef Tokenizer tokenizer
+    cdef Sketcher sketcher
+    cdef long max_chars
+    cdef U64Buf toks
+    cdef U64Buf heading
+    cdef U64Buf title
+    cdef ByteBuf profile
+
+    def __cinit__(self, uint64_t seed, int num_perm, int shingle_size, int bands, int rows, simhash_masks,
+                  bint mask_digits=False, bint mask_dates=True, bint char_mode=False, long max_chars=500_000):
+        self.extractor = Extractor()
+        self.tokenizer = Tokenizer(seed, mask_digits, mask_dates, char_mode)
+        self.sketcher = Sketcher(seed, num_perm, shingle_size, bands, rows, simhash_masks)
+        self.max_chars = max_chars
+        memset(&self.toks, 0, sizeof(U64Buf))
+        memset(&self.heading, 0, sizeof(U64Buf))
+        memset(&self.title, 0, sizeof(U64Buf))
+        memset(&self.profile, 0, sizeof(ByteBuf))
+
+    def __dealloc__(self):
+        free(self.toks.data)
+        free(self.heading.data)
+        free(self.title.data)
+        free(self.profile.data)
+
+    @property
+    def key_count(self):
+        return self.sketcher.key_count
+
+    cdef PageSketch _finish(self, str status, bytes canonical_src, uint64_t salt, bint salted):
+        cdef PageSketch page = PageSketch()
+        cdef unsigned char digest[16]
+        cdef uint64_t simhash
+        cdef int nk = self.sketcher.key_count
+        cdef bytes keys
+        page.status = status
+        page.canonical = canonical_src.decode("utf-8", "replace").strip() if canonical_src else ""
+        page.tokens = <long>self.toks.len
+        page.text = b""
+        page.digest = page.signature = page.keys = page.profile = b""
+        page.simhash = 0
+        if status != "ok":
+            return page
+        if self.toks.len == 0:
+            page.status = "no text"
+            return page
+        keys = PyBytes_FromStringAndSize(NULL, nk * 8)
+        self.sketcher.sketch(self.toks.data, self.toks.len, salt, salted, digest, &simhash,
+                             <uint64_t *>PyBytes_AS_STRING(keys))
+        page.digest = PyBytes_FromStringAndSize(<char *>digest, 16)
+        page.simhash = simhash
+        page.keys = keys
+        page.signature = PyBytes_FromStringAndSize(<char *>self.sketcher.signature, self.sketcher.num_perm * 4)
+        self.profile.len = 0
+        build_profile(self.toks.data, self.toks.len, self.heading.data, self.heading.len,
+                      self.title.data, self.title.len, &self.profile)
+        page.profile = PyBytes_FromStringAndSize(<char *>self.profile.data, self.profile.len)
+        return page
+
+    def analyze_tree(self, element, host_salt=None, double timeout=0.0):
+        """Analyse a parsed page (an lxml element, e.g. a tree's root; never modified).
+
+        ``host_salt``: a 64-bit salt for the bucket keys (``scope="host"``), or ``None``.
+        ``timeout``: seconds the pass may take (0: no limit); past it the status is ``"timeout"``.
+        """
+        cdef cetree._Element el = element
+        cdef double deadline = monotonic() + timeout if timeout > 0 else 0.0
+        cdef Extractor ex = self.extractor
+        cdef int status
+        cdef PageSketch page
+        self.toks.len = self.heading.len = self.title.len = 0
+        status = ex.run(el._c_node, self.max_chars, deadline)
+        if status == EXTRACT_TIMEOUT:
+            return self._finish("timeout", None, 0, False)
+        if status == EXTRACT_NOMEM:
+            raise MemoryError()
+        if status == EXTRACT_EMPTY:
+            return self._finish("no text", None, 0, False)
+        self.tokenizer.tokenize(ex.out.data, ex.out.len, &self.toks)
+        if ex.heading.len:
+            self.tokenizer.tokenize(ex.heading.data, ex.heading.len, &self.heading)
+        if ex.title.len:
+            self.tokenizer.tokenize(ex.title.data, ex.title.len, &self.title)
+        if deadline > 0 and monotonic() > deadline:
+            return self._finish("timeout", None, 0, False)
+        page = self._finish(
+            "ok",
+            PyBytes_FromStringAndSize(<char *>ex.canonical.data, ex.canonical.len) if ex.canonical.len else None,
+            host_salt if host_salt is not None else 0,
+            host_salt is not None,
+        )
+        page.text = PyBytes_FromStringAndSize(<char *>ex.out.data, ex.out.len)
+        return page
+
+    def analyze_text(self, str text, host_salt=None):
+        """Analyse plain text (no extraction; no heading)."""
+        cdef bytes data = text[: self.max_chars].encode("utf-8", "surrogatepass")
+        cdef PageSketch page
+        self.toks.len = self.heading.len = self.title.len = 0
+        self.tokenizer.tokenize(<const unsigned char *>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), &self.toks)
+        page = self._finish("ok", None, host_salt if host_salt is not None else 0, host_salt is not None)
+        page.text = data
+        return page

@@ -1,0 +1,519 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""From token hashes to everything the index keeps of a page, in C.
+
+* **Shingles**: ``s_i = mix64(((t_i P ^ t_{i+1}) P ^ ...) ^ t_{i+k-1})`` over ``k`` consecutive
+  token hashes (wrapping uint64); a text of fewer than ``k`` tokens is one shingle.
+* **MinHash** by one-permutation hashing (Li, Owen and Zhang 2012): each mixed shingle hash
+  ``x`` falls in bin ``floor(hi32(x) K / 2^32)`` of ``K = num_perm`` bins, which keep the
+  minimum of ``lo32(x)``; an empty bin takes the value of the first non-empty bin of a seeded
+  probe sequence shared by all pages (optimal densification, Shrivastava 2017), so equal bins
+  of two pages still occur with probability ``J``.
+* **SimHash** (Charikar 2002): bit ``j`` is set when more than half of the shingles have it set,
+  counted per byte value (8 x 256 counters) rather than per bit.
+* **Digest**: two seeded 64-bit hashes of the token-hash sequence (the exact-duplicate key).
+* **Bucket keys**: the digest, one key per MinHash band (``mix64(sum_j v_j m_j)`` over the
+  band's values with odd seeded multipliers) and one per SimHash block table (the fingerprint
+  masked to the table's blocks); the top 8 bits name the table.
+* **Profile** (variable length, see :func:`build_profile`): what verification needs besides
+  the MinHash: a content-defined chunking of the token sequence (the *edit sketch*) and the
+  word hashes of the page's heading and title.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy, memset
+
+from neardup_scrapy.core.native._common cimport (
+    ByteBuf,
+    U64Buf,
+    bytebuf_append,
+    bytebuf_push,
+    hash_bytes,
+    mix64,
+    u64buf_push,
+)
+
+cdef uint64_t _PRIME = 0x9E3779B97F4A7C15ULL
+cdef uint64_t _LOW56 = (1ULL << 56) - 1
+cdef uint32_t _EMPTY = 0xFFFFFFFFU
+
+#: Profile format version (first byte of every profile).
+PROFILE_VERSION = 1
+#: Average chunks per page of the edit sketch: a page of ``n`` tokens is cut at level
+#: ``L = ceil(log2(n / CHUNKS))``, so chunks hold ``2**L`` tokens on average.
+CHUNKS = 32
+cdef int _MAX_CHUNKS = 255
+cdef int _MAX_WORDS = 32
+cdef uint32_t _CHUNK_BASE = 0x5BD1  # odd multiplier of the chunk hashes (mod 2**15)
+
+
+def seeded_constants(uint64_t seed, str label, int count):
+    """``count`` stable pseudo-random uint64 constants for ``(seed, label)``."""
+    cdef bytes b
+    out = []
+    for i in range(count):
+        b = f"{label}:{i}".encode()
+        out.append(hash_bytes(<const unsigned char *>PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b), seed))
+    return out
+
+
+def digest_bytes(data, uint64_t seed):
+    """16-byte digest of bytes: two seeded 64-bit hashes (the repeat cache's body key)."""
+    cdef const unsigned char[:] view = data
+    cdef uint64_t a = 0, b = 0
+    cdef size_t n = view.shape[0]
+    cdef const unsigned char *p = &view[0] if n else <const unsigned char *>b""
+    a = hash_bytes(p, n, seed ^ 0xA5A5A5A5A5A5A5A5ULL)
+    b = hash_bytes(p, n, seed ^ 0x5A5A5A5A5A5A5A5AULL)
+    return a.to_bytes(8, "little") + b.to_bytes(8, "little")
+
+
+def string_hash(str text, uint64_t seed):
+    """Stable 64-bit hash of a string (hosts, urls)."""
+    cdef bytes b = text.encode("utf-8", "surrogatepass")
+    return hash_bytes(<const unsigned char *>PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b), seed)
+
+
+cdef class Sketcher:
+    """Digest, MinHash, SimHash and bucket keys of token-hash arrays, for one set of parameters.
+
+    Args:
+        seed: the hash seed.
+        num_perm: MinHash bins.
+        shingle_size: tokens per shingle.
+        bands, rows: MinHash LSH banding.
+        simhash_masks: one 64-bit mask per SimHash block table.
+    """
+
+    def __cinit__(self, uint64_t seed, int num_perm, int shingle_size, int bands, int rows, simhash_masks):
+        cdef int i, power = 0
+        if num_perm < 1 or shingle_size < 1 or bands < 1 or rows < 1 or bands * rows > num_perm:
+            raise ValueError("invalid sketch parameters")
+        self.seed = seed
+        self.num_perm = num_perm
+        self.shingle_size = shingle_size
+        self.bands = bands
+        self.rows = rows
+        while (1 << power) < num_perm:
+            power += 1
+        self.bin_shift = 64 - power if (1 << power) == num_perm and power >= 1 else 0
+        self.minhash_salt = seeded_constants(seed, "minhash-oph", 1)[0]
+        self.probe_seed = seeded_constants(seed, "minhash-probe", 1)[0]
+        self.digest_seed_a, self.digest_seed_b = seeded_constants(seed, "digest", 2)
+        self.band_mult = <uint64_t *>malloc(rows * sizeof(uint64_t))
+        masks = list(simhash_masks)
+        self.n_masks = len(masks)
+        self.simhash_masks = <uint64_t *>malloc(max(1, self.n_masks) * sizeof(uint64_t))
+        self.signature = <uint32_t *>malloc(num_perm * sizeof(uint32_t))
+        self.simhash_counts = <uint32_t *>malloc(8 * 256 * sizeof(uint32_t))
+        if not (self.band_mult and self.simhash_masks and self.signature and self.simhash_counts):
+            raise MemoryError()
+        for i, value in enumerate(seeded_constants(seed, "band", rows)):
+            self.band_mult[i] = <uint64_t>value | 1
+        for i, value in enumerate(masks):
+            self.simhash_masks[i] = <uint64_t>value
+        self.shingles.data = NULL
+        self.shingles.len = self.shingles.cap = 0
+
+    def __dealloc__(self):
+        free(self.band_mult)
+        free(self.simhash_masks)
+        free(self.signature)
+        free(self.simhash_counts)
+        free(self.shingles.data)
+
+    @property
+    def key_count(self):
+        """Bucket keys per page: the digest, the bands and the SimHash tables."""
+        return 1 + self.bands + self.n_masks
+
+    cdef int _shingle(self, const uint64_t *tokens, size_t n) except -1:
+        cdef size_t i, j, width = self.shingle_size if <size_t>self.shingle_size < n else n
+        cdef size_t count = n - width + 1
+        cdef uint64_t acc
+        self.shingles.len = 0
+        for i in range(count):
+            acc = tokens[i]
+            for j in range(1, width):
+                acc = (acc * _PRIME) ^ tokens[i + j]
+            if u64buf_push(&self.shingles, mix64(acc)) < 0:
+                raise MemoryError()
+        return 0
+
+    cdef int _bin(self, uint64_t x) noexcept nogil:
+        if self.bin_shift:
+            return <int>(x >> self.bin_shift)
+        return <int>(((x >> 32) * <uint64_t>self.num_perm) >> 32)
+
+    cdef void _minhash(self) noexcept:
+        cdef int k = self.num_perm, b, j
+        cdef size_t i
+        cdef uint64_t x, step
+        cdef uint32_t v
+        cdef uint32_t *sig = self.signature
+        cdef uint8_t filled_stack[1024]
+        cdef uint8_t *filled = &filled_stack[0]
+        if k > 1024:
+            filled = <uint8_t *>malloc(k)
+        for b in range(k):
+            sig[b] = _EMPTY
+        for i in range(self.shingles.len):
+            x = mix64(self.shingles.data[i] ^ self.minhash_salt)
+            b = self._bin(x)
+            v = <uint32_t>x
+            if v < sig[b]:
+                sig[b] = v
+        if filled == NULL:
+            return
+        for b in range(k):
+            filled[b] = sig[b] != _EMPTY
+        for b in range(k):
+            if filled[b]:
+                continue
+            step = 0
+            while True:  # a probe sequence ends at a non-empty bin (there is at least one)
+                j = self._bin(mix64(((<uint64_t>b) << 32) ^ step ^ self.probe_seed))
+                if filled[j]:
+                    sig[b] = sig[j]
+                    break
+                step += 1
+        if k > 1024:
+            free(filled)
+
+    cdef uint64_t _simhash(self) noexcept:
+        cdef uint32_t *counts = self.simhash_counts
+        cdef size_t i, n = self.shingles.len
+        cdef int pos, value, bit
+        cdef uint64_t s, fp = 0
+        cdef uint32_t ones
+        memset(counts, 0, 8 * 256 * sizeof(uint32_t))
+        for i in range(n):
+            s = self.shingles.data[i]
+            for pos in range(8):
+                counts[pos * 256 + <int>((s >> (8 * pos)) & 0xFF)] += 1
+        for pos in range(8):
+            for bit in range(8):
+                ones = 0
+                for value in range(256):
+                    if value >> bit & 1:
+                        ones += counts[pos * 256 + value]
+                if <uint64_t>ones * 2 > n:
+                    fp |= 1ULL << (8 * pos + bit)
+        return fp
+
+    cdef int sketch(self, const uint64_t *tokens, size_t n, uint64_t host_salt, bint salted,
+                    unsigned char *digest, uint64_t *simhash, uint64_t *keys) except -1:
+        """Sketch a non-empty token-hash array: ``digest`` (16 bytes), ``simhash``, ``keys``
+        (:attr:`key_count` values) and the MinHash in ``self.signature``."""
+        cdef uint64_t da, db, value, fp
+        cdef int b, j, t, nk = 1 + self.bands + self.n_masks
+        da = hash_bytes(<const unsigned char *>tokens, n * 8, self.digest_seed_a)
+        db = hash_bytes(<const unsigned char *>tokens, n * 8, self.digest_seed_b)
+        memcpy(digest, &da, 8)
+        memcpy(digest + 8, &db, 8)
+        self._shingle(tokens, n)
+        self._minhash()
+        fp = self._simhash()
+        simhash[0] = fp
+        keys[0] = da
+        for b in range(self.bands):
+            value = 0
+            for j in range(self.rows):
+                value += <uint64_t>self.signature[b * self.rows + j] * self.band_mult[j]
+            keys[1 + b] = value
+        for t in range(self.n_masks):
+            keys[1 + self.bands + t] = fp & self.simhash_masks[t]
+        for t in range(nk):
+            value = keys[t] ^ host_salt if salted else keys[t]
+            keys[t] = (mix64(value) & _LOW56) | ((<uint64_t>t) << 56)
+        return 0
+
+
+# -- the profile ---------------------------------------------------------------------------------------
+# Layout (little-endian): u8 version, u8 level, u16 chunk count, per chunk u16 (hash in the low 15
+# bits, bit 15 set when the chunk also ends at the next level) and u16 token length; then u8
+# heading-word count, u8 title-word count and the sorted distinct u16 word hashes of each.
+
+cdef inline uint32_t _pow_mod15(uint32_t base, uint32_t e) noexcept nogil:
+    cdef uint32_t result = 1
+    base &= 0x7FFF
+    while e:
+        if e & 1:
+            result = (result * base) & 0x7FFF
+        base = (base * base) & 0x7FFF
+        e >>= 1
+    return result
+
+
+cdef int _cut(const uint64_t *tokens, size_t n, int level, uint16_t *hashes, uint16_t *lens, int cap) noexcept:
+    """Cut ``tokens`` into chunks at ``level``; returns the count, or -1 when over ``cap``.
+
+    A chunk ends after token ``i`` when the low ``level`` bits of ``g_i = mix64(t_{i-1} P ^ t_i)``
+    are zero, so a chunk boundary depends only on two tokens and survives edits elsewhere;
+    level ``L+1`` boundaries are a subset of level ``L`` ones. Chunk hash: ``sum t_j B^(len-1-j)``
+    mod 2^15 over the tokens' top 16 bits, so the hash of two consecutive chunks follows from
+    theirs (:func:`_coarsen`).
+    """
+    cdef uint64_t mask = (1ULL << level) - 1, up = (1ULL << (level + 1)) - 1, prev = 0, g
+    cdef uint32_t h = 0, length = 0
+    cdef int count = 0
+    cdef size_t i
+    for i in range(n):
+        h = (h * _CHUNK_BASE + <uint32_t>(tokens[i] >> 48)) & 0x7FFF
+        length += 1
+        g = mix64(prev * _PRIME ^ tokens[i])
+        prev = tokens[i]
+        if (g & mask) == 0 or i == n - 1:
+            if count >= cap:
+                return -1
+            hashes[count] = <uint16_t>(h | (0x8000 if ((g & up) == 0 or i == n - 1) else 0))
+            lens[count] = <uint16_t>(length if length < 65535 else 65535)
+            count += 1
+            h = 0
+            length = 0
+    return count
+
+
+cdef int _sorted_words(const uint64_t *words, size_t n, uint16_t *out) noexcept:
+    """The distinct top-16-bit values of ``words``, sorted, at most _MAX_WORDS (the smallest)."""
+    cdef int count = 0, i, j
+    cdef uint16_t v
+    cdef size_t k
+    for k in range(n):
+        v = <uint16_t>(words[k] >> 48)
+        # insertion into the sorted prefix (short lists)
+        i = 0
+        while i < count and out[i] < v:
+            i += 1
+        if i < count and out[i] == v:
+            continue
+        if count == _MAX_WORDS:
+            if i == count:
+                continue
+            count -= 1
+        j = count
+        while j > i:
+            out[j] = out[j - 1]
+            j -= 1
+        out[i] = v
+        count += 1
+    return count
+
+
+cdef int build_profile(const uint64_t *tokens, size_t n, const uint64_t *heading, size_t nh,
+                       const uint64_t *title, size_t nt, ByteBuf *out) except -1:
+    """Write the profile of a page (see the layout above) to ``out``."""
+    cdef int level = 0, count, i
+    cdef uint16_t hashes[255]
+    cdef uint16_t lens[255]
+    cdef uint16_t words[32]
+    cdef uint8_t header[4]
+    cdef int nw
+    while (<size_t>CHUNKS << level) < n and level < 40:
+        level += 1
+    while True:
+        count = _cut(tokens, n, level, hashes, lens, _MAX_CHUNKS)
+        if count >= 0:
+            break
+        level += 1
+    header[0] = PROFILE_VERSION
+    header[1] = <uint8_t>level
+    header[2] = count & 0xFF
+    header[3] = count >> 8
+    bytebuf_append(out, header, 4)
+    for i in range(count):
+        bytebuf_append(out, <unsigned char *>&hashes[i], 2)
+        bytebuf_append(out, <unsigned char *>&lens[i], 2)
+    nw = _sorted_words(heading, nh, words)
+    bytebuf_push(out, <uint8_t>nw)
+    cdef int nw2
+    cdef uint16_t words2[32]
+    nw2 = _sorted_words(title, nt, words2)
+    bytebuf_push(out, <uint8_t>nw2)
+    bytebuf_append(out, <unsigned char *>words, 2 * nw)
+    if bytebuf_append(out, <unsigned char *>words2, 2 * nw2) < 0:
+        raise MemoryError()
+    return 0
+
+
+cdef struct Profile:
+    int level
+    int count
+    const uint16_t *chunks   # 2 * count values: hash|flag, length
+    int nh
+    int nt
+    const uint16_t *heading
+    const uint16_t *title
+
+
+cdef int _parse(bytes data, Profile *p) except -1:
+    cdef const unsigned char *s = <const unsigned char *>PyBytes_AS_STRING(data)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(data), at
+    if n < 6 or s[0] != PROFILE_VERSION:
+        raise ValueError("not a neardup page profile")
+    p.level = s[1]
+    p.count = s[2] | (s[3] << 8)
+    at = 4 + 4 * p.count
+    if n < at + 2:
+        raise ValueError("truncated page profile")
+    p.chunks = <const uint16_t *>(s + 4)
+    p.nh = s[at]
+    p.nt = s[at + 1]
+    if n < at + 2 + 2 * (p.nh + p.nt):
+        raise ValueError("truncated page profile")
+    p.heading = <const uint16_t *>(s + at + 2)
+    p.title = <const uint16_t *>(s + at + 2 + 2 * p.nh)
+    return 0
+
+
+def profile_tokens(bytes profile):
+    """Tokens of the page a profile describes (the sum of its chunk lengths)."""
+    cdef Profile p
+    cdef int i
+    cdef long total = 0
+    _parse(profile, &p)
+    for i in range(p.count):
+        total += p.chunks[2 * i + 1]
+    return total
+
+
+cdef bint _same_words(const uint16_t *a, int na, const uint16_t *b, int nb) noexcept:
+    """Two word sets name the same thing: one holds the other (a title decorated with a site
+    name), or they share 80% of their words."""
+    cdef int i = 0, j = 0, common = 0
+    while i < na and j < nb:
+        if a[i] == b[j]:
+            common += 1
+            i += 1
+            j += 1
+        elif a[i] < b[j]:
+            i += 1
+        else:
+            j += 1
+    return common == na or common == nb or common * 5 >= 4 * (na + nb - common)
+
+
+def heads_agree(bytes a, bytes b):
+    """Whether two pages' headings allow them to be one document.
+
+    A page's identity is its heading (first ``<h1>`` or title-classed element); ``<title>`` is
+    a second name, often decorated with the site's. Headings are compared with headings, and a
+    heading with the other page's title (a copy that titles itself with the original's
+    ``<title>``); titles with titles only when a page has no heading. The pages agree when any
+    comparison made finds the same words (:func:`_same_words`), or when none can be made.
+    """
+    cdef Profile pa, pb
+    cdef bint made = False
+    _parse(a, &pa)
+    _parse(b, &pb)
+    if pa.nh and pb.nh:
+        made = True
+        if _same_words(pa.heading, pa.nh, pb.heading, pb.nh):
+            return True
+    if pa.nh and pb.nt:
+        made = True
+        if _same_words(pa.heading, pa.nh, pb.title, pb.nt):
+            return True
+    if pa.nt and pb.nh:
+        made = True
+        if _same_words(pa.title, pa.nt, pb.heading, pb.nh):
+            return True
+    if pa.nt and pb.nt and not (pa.nh and pb.nh):
+        made = True
+        if _same_words(pa.title, pa.nt, pb.title, pb.nt):
+            return True
+    return not made
+
+
+cdef int _coarsen(const uint16_t *chunks, int count, uint16_t *out) noexcept:
+    """Merge level-L chunks into level-L+1 chunks (flags are lost); returns the new count."""
+    cdef int i, m = 0
+    cdef uint32_t h = 0, length = 0, clen
+    for i in range(count):
+        clen = chunks[2 * i + 1]
+        h = (h * _pow_mod15(_CHUNK_BASE, clen) + (chunks[2 * i] & 0x7FFF)) & 0x7FFF
+        length += clen
+        if chunks[2 * i] & 0x8000 or i == count - 1:
+            out[2 * m] = <uint16_t>h
+            out[2 * m + 1] = <uint16_t>(length if length < 65535 else 65535)
+            m += 1
+            h = 0
+            length = 0
+    return m
+
+
+def edit_regions(bytes a, bytes b):
+    """The regions where two pages' texts differ, from their edit sketches.
+
+    Chunk sequences (brought to one level) are aligned by a longest common subsequence; every
+    maximal run of unmatched chunks between two matches is one region, with the tokens it holds
+    on each side. Returns ``(level, regions)``: the level compared at (chunks of ``2**level``
+    tokens on average) and a list of ``(tokens_a, tokens_b)``; ``None`` when the pages are too
+    different in length to be compared (levels more than one apart).
+    """
+    cdef Profile pa, pb
+    cdef uint16_t ca[512]
+    cdef uint16_t cb[512]
+    cdef int na, nb, i, j
+    cdef uint16_t *dp
+    cdef int w
+    cdef long ra = 0, rb = 0
+    cdef bint open_region = False
+    _parse(a, &pa)
+    _parse(b, &pb)
+    if abs(pa.level - pb.level) > 1:
+        return None
+    if pa.level < pb.level:
+        na = _coarsen(pa.chunks, pa.count, ca)
+    else:
+        na = pa.count
+        for i in range(2 * na):
+            ca[i] = pa.chunks[i]
+    if pb.level < pa.level:
+        nb = _coarsen(pb.chunks, pb.count, cb)
+    else:
+        nb = pb.count
+        for i in range(2 * nb):
+            cb[i] = pb.chunks[i]
+    for i in range(na):
+        ca[2 * i] &= 0x7FFF
+    for i in range(nb):
+        cb[2 * i] &= 0x7FFF
+    # suffix LCS table: dp[i][j] = LCS of ca[i:], cb[j:]
+    w = nb + 1
+    dp = <uint16_t *>malloc((na + 1) * w * sizeof(uint16_t))
+    if dp == NULL:
+        raise MemoryError()
+    try:
+        for i in range(na, -1, -1):
+            for j in range(nb, -1, -1):
+                if i == na or j == nb:
+                    dp[i * w + j] = 0
+                elif ca[2 * i] == cb[2 * j] and ca[2 * i + 1] == cb[2 * j + 1]:
+                    dp[i * w + j] = dp[(i + 1) * w + j + 1] + 1
+                else:
+                    dp[i * w + j] = max(dp[(i + 1) * w + j], dp[i * w + j + 1])
+        regions = []
+        i = j = 0
+        while i < na or j < nb:
+            if i < na and j < nb and ca[2 * i] == cb[2 * j] and ca[2 * i + 1] == cb[2 * j + 1] and dp[i * w + j] == dp[(i + 1) * w + j + 1] + 1:
+                if open_region:
+                    regions.append((ra, rb))
+                    ra = rb = 0
+                    open_region = False
+                i += 1
+                j += 1
+            elif j >= nb or (i < na and dp[(i + 1) * w + j] >= dp[i * w + j + 1]):
+                ra += ca[2 * i + 1]
+                open_region = True
+                i += 1
+            else:
+                rb += cb[2 * j + 1]
+                open_region = True
+                j += 1
+        if open_region:
+            regions.append((ra, rb))
+        return max(pa.level, pb.level), regions
+    finally:
+        free(dp)

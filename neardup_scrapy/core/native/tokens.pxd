@@ -1,0 +1,39 @@
+# cython: language_level=3
+from libc.stdint cimport uint8_t, uint32_t, uint64_t
+
+from neardup_scrapy.core.native._common cimport U64Buf
+
+cdef struct TokMeta:
+    uint8_t kind        # TK_WORD, TK_DIGITS or TK_OTHER
+    uint8_t ndigits     # TK_DIGITS: number of digits (capped at 255)
+    uint8_t sep         # the one non-space ASCII byte between this token and the previous one,
+                        # 32 when only whitespace, 0 when more or a non-ASCII separator
+    uint8_t masked
+    uint32_t value      # TK_DIGITS: the number (capped)
+
+
+cdef struct WordSet:
+    uint64_t keys[256]      # open addressing on the hash's top byte; 0 = empty
+
+
+cdef class Tokenizer:
+    cdef uint64_t seed
+    cdef bint mask_digits
+    cdef bint mask_dates
+    cdef bint char_mode
+    cdef dict memo              # non-ASCII piece (bytes) -> its token hashes (bytes of uint64)
+    cdef object normalize_piece # str -> list[str]: the normalised tokens of one piece
+    cdef uint64_t zero_hash
+    cdef WordSet months
+    cdef WordSet weekdays
+    cdef WordSet units
+    cdef uint64_t ago_hash
+    cdef TokMeta *meta
+    cdef size_t cap_meta
+    cdef unsigned char *lower
+    cdef size_t cap_lower
+
+    cdef int tokenize(self, const unsigned char *s, size_t n, U64Buf *out) except -1
+    cdef int _emit(self, U64Buf *out, uint64_t h, uint8_t kind, uint8_t ndigits, uint8_t sep, uint32_t value) except -1
+    cdef int _piece(self, const unsigned char *s, size_t n, U64Buf *out, uint8_t sep) except -1
+    cdef void _mask_dates(self, U64Buf *out) noexcept

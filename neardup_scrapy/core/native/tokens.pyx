@@ -1,0 +1,367 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Word tokens of a text and their seeded 64-bit hashes, in one pass over its UTF-8 bytes.
+
+A token is a maximal run of word characters (Unicode ``\\w``), after Unicode NFKC and case
+folding, except in scripts written without spaces between words (Chinese, Japanese kana,
+Thai, Lao, Khmer, Myanmar...), where every character is a token of its own: a Chinese
+sentence is then a sequence of tokens like an English one, and shingles of five of them
+compare as well.
+
+ASCII runs are lower-cased and hashed in C. A *piece* holding non-ASCII bytes (a maximal run of
+word bytes and bytes >= 0x80, between ASCII separators) is normalised by
+:func:`normalize_piece` once per distinct piece and process: NFKC composes a character only
+with the marks that follow it, and the ASCII separators around a piece are separators either
+way, so normalising pieces alone gives the tokens of normalising the whole text.
+
+Numbers are content: digits are kept, except in **calendar dates and times of day**, which
+change between two fetches of one page (``2024-03-01``, ``01/03/2024``, ``3 March 2024``,
+``March 3, 2024``, ``12:30:05``, ``2024年3月1日``, ``5 hours ago``): their digits become ``0``.
+Version numbers (``1.63.0``), sizes and counts are left alone.
+"""
+
+import re
+import unicodedata
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from libc.stdint cimport uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport free, realloc
+from libc.string cimport memcpy, memset
+
+from neardup_scrapy.core.native._common cimport U64Buf, hash_bytes, u64buf_push
+
+# -- the Python half: normalisation of non-ASCII pieces -----------------------------------------------
+#: Scripts written without spaces between words: every character is a token.
+NO_SPACE_SCRIPTS = (
+    "\u0e00-\u0e7f"  # Thai
+    "\u0e80-\u0eff"  # Lao
+    "\u1000-\u109f"  # Myanmar
+    "\u1780-\u17ff"  # Khmer
+    "\u3040-\u309f"  # Hiragana
+    "\u30a0-\u30ff"  # Katakana
+    "\u31f0-\u31ff"  # Katakana phonetic extensions
+    "\u3400-\u4dbf"  # CJK unified ideographs extension A
+    "\u4e00-\u9fff"  # CJK unified ideographs
+    "\uf900-\ufaff"  # CJK compatibility ideographs
+    "\uff66-\uff9f"  # halfwidth Katakana
+    "\U00020000-\U0003134f"  # CJK extensions B-G
+)
+_TOKEN_RE = re.compile(f"[{NO_SPACE_SCRIPTS}]|[^\\W{NO_SPACE_SCRIPTS}]+")
+_NONSPACE_RE = re.compile(r"\S")
+#: Digits of a date or time written with CJK unit characters (年 year, 月 month, 日 day...).
+_CJK_DATE_RE = re.compile(r"\d+(?=[年月日時分秒])")
+_DIGIT_RE = re.compile(r"\d")
+
+
+def normalize_piece(str piece, bint mask_digits=False, bint mask_dates=True, bint char_mode=False):
+    """The tokens of one piece of text: NFKC, case folding (repeated until stable, as the two do
+    not commute for a few characters), then word runs, with a character of a script written
+    without spaces as one token; digits masked to ``0`` as asked (``char_mode``: every
+    non-space character is a token)."""
+    text = unicodedata.normalize("NFKC", piece).casefold()
+    for _ in range(3):
+        if unicodedata.is_normalized("NFKC", text):
+            break
+        text = unicodedata.normalize("NFKC", text).casefold()
+    if mask_digits:
+        text = _DIGIT_RE.sub("0", text)
+    elif mask_dates:
+        text = _CJK_DATE_RE.sub("0", text)
+    if char_mode:
+        return _NONSPACE_RE.findall(text)
+    return _TOKEN_RE.findall(text)
+
+
+#: Month and weekday names of the languages most crawled (a date's words change with its digits),
+#: and the units of "N hours ago".
+MONTHS = (
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec "
+    "januar februar märz mai juni juli oktober dezember "
+    "janvier février mars avril juin juillet août septembre octobre novembre décembre "
+    "enero febrero marzo abril mayo junio julio agosto septiembre setiembre octubre noviembre diciembre "
+    "gennaio febbraio aprile maggio giugno luglio settembre ottobre dicembre "
+    "janeiro fevereiro março maio junho julho setembro outubro novembro dezembro "
+    "januari februari maart mei augustus"
+)
+WEEKDAYS = (
+    "monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur thurs fri sat sun "
+    "montag dienstag mittwoch donnerstag freitag samstag sonntag "
+    "lundi mardi mercredi jeudi vendredi samedi dimanche "
+    "lunes martes miércoles jueves viernes sábado domingo"
+)
+UNITS = "second seconds sec secs minute minutes min mins hour hours hr hrs day days week weeks month months year years"
+
+cdef enum:
+    TK_WORD = 0
+    TK_DIGITS = 1
+    TK_OTHER = 2
+
+cdef inline bint _word_byte(unsigned char c) noexcept nogil:
+    return (c >= 97 and c <= 122) or (c >= 65 and c <= 90) or (c >= 48 and c <= 57) or c == 95
+
+
+cdef inline bint _space(unsigned char c) noexcept nogil:
+    return c == 32 or c == 10 or c == 9 or c == 13 or c == 12 or c == 11
+
+
+cdef class Tokenizer:
+    """Seeded token hashes of texts (see the module docstring).
+
+    Args:
+        seed: the hash seed.
+        mask_digits: replace every digit by ``0`` (the old, blunt option; off by default).
+        mask_dates: replace the digits of dates and times by ``0`` (on by default).
+        char_mode: every non-space character is a token (``shingle_kind="char"``).
+    """
+
+    def __cinit__(self, uint64_t seed, bint mask_digits=False, bint mask_dates=True, bint char_mode=False):
+        self.seed = seed
+        self.mask_digits = mask_digits
+        self.mask_dates = mask_dates and not mask_digits
+        self.char_mode = char_mode
+        self.memo = {}
+        self.normalize_piece = normalize_piece
+        self.meta = NULL
+        self.cap_meta = 0
+        self.lower = NULL
+        self.cap_lower = 0
+        self.zero_hash = hash_bytes(<const unsigned char *>b"0", 1, seed)
+        memset(&self.months, 0, sizeof(WordSet))
+        memset(&self.weekdays, 0, sizeof(WordSet))
+        memset(&self.units, 0, sizeof(WordSet))
+        for w in MONTHS.split():
+            _set_add(&self.months, self._hash_word(w))
+        for w in WEEKDAYS.split():
+            _set_add(&self.weekdays, self._hash_word(w))
+        for w in UNITS.split():
+            _set_add(&self.units, self._hash_word(w))
+        self.ago_hash = self._hash_word("ago")
+
+    def __dealloc__(self):
+        free(self.meta)
+        free(self.lower)
+
+    def _hash_word(self, str word):
+        cdef bytes b = " ".join(normalize_piece(word)).encode("utf-8")
+        return hash_bytes(<const unsigned char *>PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b), self.seed)
+
+    cdef int _emit(self, U64Buf *out, uint64_t h, uint8_t kind, uint8_t ndigits, uint8_t sep, uint32_t value) except -1:
+        cdef TokMeta *grown
+        cdef TokMeta *m
+        if out.len >= self.cap_meta:
+            self.cap_meta = self.cap_meta * 2 if self.cap_meta else 1024
+            grown = <TokMeta *>realloc(self.meta, self.cap_meta * sizeof(TokMeta))
+            if grown == NULL:
+                raise MemoryError()
+            self.meta = grown
+        m = &self.meta[out.len]
+        m.kind = kind
+        m.ndigits = ndigits
+        m.sep = sep
+        m.masked = 0
+        m.value = value
+        if u64buf_push(out, h) < 0:
+            raise MemoryError()
+        return 0
+
+    cdef int _piece(self, const unsigned char *s, size_t n, U64Buf *out, uint8_t sep) except -1:
+        """Emit the tokens of a piece holding non-ASCII bytes (normalised in Python, memoised)."""
+        cdef bytes key = PyBytes_FromStringAndSize(<const char *>s, n)
+        cdef bytes hashes = self.memo.get(key)
+        cdef list tokens
+        cdef bytes tb
+        cdef size_t k, count
+        cdef uint64_t h
+        cdef const unsigned char *p
+        if hashes is None:
+            tokens = self.normalize_piece(key.decode("utf-8", "replace"), self.mask_digits, self.mask_dates, self.char_mode)
+            parts = []
+            for t in tokens:
+                tb = (<str>t).encode("utf-8", "surrogatepass")
+                parts.append(hash_bytes(<const unsigned char *>PyBytes_AS_STRING(tb), PyBytes_GET_SIZE(tb), self.seed).to_bytes(8, "little"))
+            hashes = b"".join(parts)
+            if len(self.memo) > 200_000:
+                self.memo.clear()
+            self.memo[key] = hashes
+        count = PyBytes_GET_SIZE(hashes) // 8
+        p = <const unsigned char *>PyBytes_AS_STRING(hashes)
+        for k in range(count):
+            memcpy(&h, p + 8 * k, 8)
+            self._emit(out, h, TK_OTHER, 0, sep if k == 0 else 32, 0)
+        return 0
+
+    cdef int tokenize(self, const unsigned char *s, size_t n, U64Buf *out) except -1:
+        """Append the token hashes of the UTF-8 text ``s[:n]`` to ``out``."""
+        cdef size_t i = 0, j, k, last_end = 0, seps
+        cdef unsigned char c, sepc
+        cdef bint high, digits
+        cdef uint32_t value
+        cdef uint8_t sep
+        cdef unsigned char *grown
+        while i < n:
+            c = s[i]
+            if c < 0x80 and not _word_byte(c):
+                if self.char_mode and not _space(c):
+                    self._emit(out, hash_bytes(s + i, 1, self.seed), TK_OTHER, 0, 32, 0)
+                i += 1
+                continue
+            # the separator before this piece
+            seps = 0
+            sepc = 32
+            for k in range(last_end, i):
+                if not _space(s[k]):
+                    seps += 1
+                    sepc = s[k]
+            sep = sepc if seps <= 1 and sepc < 0x80 else 0
+            j = i
+            high = False
+            while j < n and (s[j] >= 0x80 or _word_byte(s[j])):
+                if s[j] >= 0x80:
+                    high = True
+                j += 1
+            if high or self.char_mode:
+                self._piece(s + i, j - i, out, sep)
+            else:
+                if j - i > self.cap_lower:
+                    self.cap_lower = max(j - i, 2 * self.cap_lower, 256)
+                    grown = <unsigned char *>realloc(self.lower, self.cap_lower)
+                    if grown == NULL:
+                        raise MemoryError()
+                    self.lower = grown
+                digits = True
+                value = 0
+                for k in range(i, j):
+                    c = s[k]
+                    if c >= 48 and c <= 57:
+                        if value < 100000000:
+                            value = value * 10 + (c - 48)
+                        self.lower[k - i] = 48 if self.mask_digits else c
+                    else:
+                        digits = False
+                        self.lower[k - i] = c + 32 if (c >= 65 and c <= 90) else c
+                self._emit(
+                    out,
+                    hash_bytes(self.lower, j - i, self.seed),
+                    TK_DIGITS if digits else TK_WORD,
+                    <uint8_t>min(j - i, 255),
+                    sep,
+                    value,
+                )
+            last_end = j
+            i = j
+        if self.mask_dates and out.len:
+            self._mask_dates(out)
+        return 0
+
+    cdef void _mask_dates(self, U64Buf *out) noexcept:
+        """Replace the hashes of date and time digits (and of weekday names next to them) by the
+        hash of ``0`` (see the module docstring)."""
+        cdef TokMeta *m = self.meta
+        cdef uint64_t *h = out.data
+        cdef size_t n = out.len, k
+        cdef uint8_t s1, s2
+        for k in range(n):
+            if m[k].kind != TK_DIGITS or m[k].masked:
+                continue
+            # time of day: H:MM[:SS]
+            if (
+                m[k].ndigits <= 2 and m[k].value <= 24 and k + 1 < n and m[k + 1].kind == TK_DIGITS
+                and m[k + 1].ndigits == 2 and m[k + 1].sep == 58 and m[k + 1].value <= 59
+            ):
+                m[k].masked = m[k + 1].masked = 1
+                if k + 2 < n and m[k + 2].kind == TK_DIGITS and m[k + 2].ndigits == 2 and m[k + 2].sep == 58:
+                    m[k + 2].masked = 1
+                continue
+            if k + 2 < n and m[k + 1].kind == TK_DIGITS and m[k + 2].kind == TK_DIGITS:
+                s1 = m[k + 1].sep
+                s2 = m[k + 2].sep
+                if s1 == s2 and (s1 == 45 or s1 == 47 or s1 == 46):
+                    # YYYY-MM-DD
+                    if (
+                        m[k].ndigits == 4 and 1900 <= m[k].value <= 2099
+                        and m[k + 1].ndigits <= 2 and 1 <= m[k + 1].value <= 12
+                        and m[k + 2].ndigits <= 2 and 1 <= m[k + 2].value <= 31
+                    ):
+                        m[k].masked = m[k + 1].masked = m[k + 2].masked = 1
+                        continue
+                    # DD.MM.YYYY, MM/DD/YY and the like
+                    if (
+                        m[k].ndigits <= 2 and m[k + 1].ndigits <= 2 and 1 <= m[k].value <= 31
+                        and 1 <= m[k + 1].value <= 31 and (m[k].value <= 12 or m[k + 1].value <= 12)
+                        and (
+                            (m[k + 2].ndigits == 4 and 1900 <= m[k + 2].value <= 2099)
+                            or m[k + 2].ndigits == 2
+                        )
+                    ):
+                        m[k].masked = m[k + 1].masked = m[k + 2].masked = 1
+                        continue
+            # N unit ago
+            if k + 2 < n and _set_has(&self.units, h[k + 1]) and h[k + 2] == self.ago_hash:
+                m[k].masked = 1
+        # month names: the day and year next to them
+        for k in range(n):
+            if m[k].kind == TK_DIGITS or not _set_has(&self.months, h[k]):
+                continue
+            if k >= 1 and _day(&m[k - 1]):
+                m[k - 1].masked = 1
+            if k + 1 < n and _day(&m[k + 1]):
+                m[k + 1].masked = 1
+                if k + 2 < n and _year(&m[k + 2]):
+                    m[k + 2].masked = 1
+            elif k + 1 < n and _year(&m[k + 1]):
+                m[k + 1].masked = 1
+        # weekday names just before a masked date
+        for k in range(n):
+            if _set_has(&self.weekdays, h[k]) and (
+                (k + 1 < n and m[k + 1].masked) or (k + 2 < n and m[k + 2].masked and not m[k + 1].kind == TK_DIGITS)
+            ):
+                m[k].masked = 1
+        for k in range(n):
+            if m[k].masked:
+                h[k] = self.zero_hash
+
+    # -- Python access ---------------------------------------------------------------------------
+    def hashes(self, text):
+        """The token hashes of ``text`` (``str`` or UTF-8 ``bytes``), as bytes of little-endian uint64."""
+        cdef bytes data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+        cdef U64Buf out
+        out.data = NULL
+        out.len = out.cap = 0
+        try:
+            self.tokenize(<const unsigned char *>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), &out)
+            return PyBytes_FromStringAndSize(<const char *>out.data, out.len * 8) if out.len else b""
+        finally:
+            free(out.data)
+
+    def word_hash(self, str token):
+        """The hash of one normalised token (as :meth:`hashes` gives it)."""
+        cdef bytes b = token.encode("utf-8", "surrogatepass")
+        return hash_bytes(<const unsigned char *>PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b), self.seed)
+
+
+cdef void _set_add(WordSet *s, uint64_t h) noexcept:
+    cdef uint32_t slot = <uint32_t>(h >> 56)
+    if h == 0:
+        h = 1
+    while s.keys[slot] != 0 and s.keys[slot] != h:
+        slot = (slot + 1) & 255
+    s.keys[slot] = h
+
+
+cdef inline bint _set_has(WordSet *s, uint64_t h) noexcept nogil:
+    cdef uint32_t slot = <uint32_t>(h >> 56)
+    if h == 0:
+        h = 1
+    while s.keys[slot] != 0:
+        if s.keys[slot] == h:
+            return True
+        slot = (slot + 1) & 255
+    return False
+
+
+cdef inline bint _day(TokMeta *m) noexcept:
+    return m.kind == TK_DIGITS and m.ndigits <= 2 and 1 <= m.value <= 31
+
+
+cdef inline bint _year(TokMeta *m) noexcept:
+    return m.kind == TK_DIGITS and m.ndigits == 4 and 1900 <= m.value <= 2099

@@ -1,0 +1,120 @@
+"""When two pages are near-duplicates: the rule applied to every candidate the index returns.
+
+Candidates come from shared MinHash bands or SimHash blocks; none is trusted until it passes,
+with ``J`` the Jaccard similarity of the pages' 5-word shingles estimated by MinHash and ``T``
+the threshold (0.8 by default):
+
+1. **Near-identical**: ``J >= T + 3 (1 - T) / 4`` (0.95): whatever their headings say.
+2. **Another release of the same document**: the urls differ only in a version number in their
+   path (``/v2.66/`` and ``/v2.74/``, ``gcc-11.3.0`` and ``gcc-12.2.0``) and ``J >= T``.
+3. **Different headings, different documents**: otherwise two pages whose headings name
+   different things (neither's heading words contain the other's: a different class, function
+   or article) are never near-duplicates. Generated pages that document different items share
+   most of their words but not their heading.
+4. **Resemblance**: ``J >= T``.
+5. **An edited copy**: ``J >= max(0.3, T - 0.3)`` (0.5) and the texts differ in at most three
+   places, each mostly inserted or deleted text (a dateline, a counter, a notice, a paragraph
+   added or removed), as aligned by the pages' edit sketches. Pages generated from one template
+   for different items differ by *substituted* names and numbers, scattered through the text,
+   which this rule does not accept.
+
+Pages with fewer than ``min_tokens`` tokens are matched only exactly. With
+``algorithm="simhash"`` rule 4 reads "Hamming distance ``<= simhash_distance``" instead.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit
+
+from .native.sketch import edit_regions, heads_agree
+from .params import DetectorParams
+
+#: Edited copies differ in at most this many places.
+MAX_EDIT_REGIONS = 3
+_VERSION_RE = re.compile(r"\d+(?:\.\d+)+")
+
+
+def release_key(url: str) -> tuple[str, str] | None:
+    """``(host, path with its version numbers blanked)``, or ``None`` when the path has none."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    path = parts.path
+    blanked = _VERSION_RE.sub("#", path)
+    if blanked == path:
+        return None
+    return (parts.netloc.lower(), blanked)
+
+
+def other_release(url_a: str, url_b: str) -> bool:
+    """Whether two urls name one document at two releases (they differ only in version numbers)."""
+    if url_a == url_b:
+        return False
+    key = release_key(url_a)
+    return key is not None and key == release_key(url_b)
+
+
+def edited_copy(profile_a: bytes, profile_b: bytes) -> int:
+    """The number of places two texts differ when one is an edited copy of the other, else -1.
+
+    A place is a maximal run of chunks of one text missing from the other; it counts as an
+    insertion or deletion when its size on the two sides differs by at least half of the larger
+    side, or when the smaller side is no more than the two chunks around an edit point.
+    """
+    aligned = edit_regions(profile_a, profile_b)
+    if aligned is None:
+        return -1
+    level, regions = aligned
+    if len(regions) > MAX_EDIT_REGIONS:
+        return -1
+    context = 2 << level  # two average chunks
+    for a, b in regions:
+        grown = abs(a - b)
+        if grown * 2 < max(a, b) and not (min(a, b) <= context and grown >= 2):
+            return -1
+    return len(regions)
+
+
+class PairRule:
+    """The near-duplicate rule (module docstring) for one set of :class:`DetectorParams`."""
+
+    def __init__(self, params: DetectorParams) -> None:
+        self.params = params
+        self.threshold = params.threshold
+        self.strict = params.strict_threshold
+        self.edit_floor = params.edit_floor
+
+    def judge(
+        self,
+        similarity: float,
+        hamming: int,
+        *,
+        profiles: tuple[bytes, bytes],
+        urls: tuple[str, str],
+    ) -> str | None:
+        """Why page A is a near-duplicate of page B (a short reason), or ``None`` when it is not.
+
+        ``profiles`` and ``urls`` are those of A and B; ``similarity`` their estimated Jaccard,
+        ``hamming`` their SimHash distance.
+        """
+        profile_a, profile_b = profiles
+        url_a, url_b = urls
+        simhash_mode = self.params.algorithm == "simhash"
+        if not simhash_mode and similarity >= self.strict:
+            return f"J~{similarity:.2f}: near-identical text"
+        close = hamming <= self.params.simhash_distance if simhash_mode else similarity >= self.threshold
+        if close and other_release(url_a, url_b):
+            return f"J~{similarity:.2f}: the same document at another release"
+        if profile_a and profile_b and not heads_agree(profile_a, profile_b):
+            return None
+        if close:
+            if simhash_mode:
+                return f"H={hamming}: same heading, close fingerprints"
+            return f"J~{similarity:.2f}: same heading, similar text"
+        if not simhash_mode and similarity >= self.edit_floor and profile_a and profile_b:
+            places = edited_copy(profile_a, profile_b)
+            if places >= 0:
+                return f"J~{similarity:.2f}: an edited copy ({places} inserted or deleted passage(s))"
+        return None

@@ -1,0 +1,25 @@
+"""Build of the compiled per-page pass (Cython over lxml's C API); everything else is in pyproject.toml."""
+
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+import lxml
+
+NATIVE = ("extract", "tokens", "sketch", "page")
+
+extensions = [
+    Extension(
+        f"neardup_scrapy.core.native.{name}",
+        [f"neardup_scrapy/core/native/{name}.pyx"],
+        include_dirs=lxml.get_include(),
+        extra_compile_args=["-O2"],
+    )
+    for name in NATIVE
+]
+
+setup(
+    ext_modules=cythonize(
+        extensions,
+        compiler_directives={"language_level": "3", "embedsignature": True},
+    )
+)
