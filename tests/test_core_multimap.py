@@ -70,8 +70,10 @@ def test_a_full_size_directory_level_costs_at_most_ten_bytes_per_entry() -> None
     assert 8 < level.nbytes / n <= 10
     assert np.array_equal(level.full_keys(), keys)
     probe = keys[::1000]
-    found = level.lookup(probe, probe.astype(np.uint32)[:, None])
+    room = np.full(len(probe), 10, dtype=np.int64)
+    found = level.lookup(probe, probe.astype(np.uint32)[:, None], room)
     assert np.array_equal(np.sort(found), np.arange(0, n, 1000))
+    assert np.all(room == 9)
 
 
 def test_merges_keep_every_entry(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -88,6 +90,31 @@ def test_merges_keep_every_entry(monkeypatch: pytest.MonkeyPatch) -> None:
     assert sum(lv.offsets is not None for lv in index._levels) >= 2
     for doc_id in range(0, 3000, 37):
         assert doc_id in index.lookup(keys[doc_id]).tolist()
+
+
+@pytest.mark.parametrize("cap", [1, 3, 64])
+def test_capped_lookup_returns_the_first_ids_of_each_key(monkeypatch: pytest.MonkeyPatch, cap: int) -> None:
+    """A capped lookup gives, per key, the ids added first under it, across every level."""
+    monkeypatch.setattr(mm, "BUFFER", 64)
+    monkeypatch.setattr(mm, "RATIO", 4)
+    monkeypatch.setattr(mm, "DIRECTORY_MIN", 256)
+    index = mm.KeyMultimap()
+    rng = np.random.default_rng(11)
+    shared = rng.integers(0, 2**48, size=5, dtype=np.uint64)  # keys many pages share
+    reference: dict[int, list[int]] = {}
+    for doc_id in range(2000):
+        own = rng.integers(0, 2**48, size=3, dtype=np.uint64)
+        keys = np.concatenate([own, shared[rng.choice(5, size=2, replace=False)]])  # distinct, as a page's keys
+        index.add(keys, doc_id)
+        for key in set(keys.tolist()):
+            reference.setdefault(key, []).append(doc_id)
+    assert sum(lv.offsets is not None for lv in index._levels) >= 1
+    for key in shared.tolist():
+        expected = sorted(reference[key])[:cap]
+        assert sorted(index.lookup(np.array([key], dtype=np.uint64), cap).tolist()) == expected
+    query = shared[:3]
+    expected_all = sorted(i for key in query.tolist() for i in sorted(reference[key])[:cap])
+    assert sorted(index.lookup(query, cap).tolist()) == expected_all
 
 
 def test_empty_lookup_and_empty_store() -> None:

@@ -125,25 +125,30 @@ class _Level:
         buckets = np.repeat(np.arange(len(self.offsets) - 1, dtype=np.uint64), np.diff(self.offsets))
         return (buckets << self._shift) | self.tags.astype(np.uint64)
 
-    def lookup(self, keys: U64, tags: U32) -> I32:
-        """Ids under any of ``keys`` in this level.
+    def lookup(self, keys: U64, tags: U32, room: I64) -> I32:
+        """Ids under any of ``keys`` in this level, at most ``room[i]`` (the first, in insertion
+        order) for key ``i``; ``room`` is decreased by what each key found.
 
         Args:
             keys: the query keys (48-bit).
             tags: their low 32 bits as a column (shape ``(len(keys), 1)``), which the directory
                 levels compare.
+            room: how many more ids each key may return.
         """
         if self.keys is not None:
             at = self._probe.searchsorted(keys)
-            present = self._probe[at] == keys
+            present = (self._probe[at] == keys) & (room > 0)
             if not np.count_nonzero(present):
                 return _EMPTY_IDS
-            keys, at = keys[present], at[present]
-            return _gather(self.ids, at, self.keys.searchsorted(keys, side="right") - at)
+            count = np.minimum(self.keys.searchsorted(keys, side="right") - at, room)
+            room -= np.where(present, count, 0)
+            return _gather(self.ids, at[present], count[present])
         assert self.offsets is not None
         buckets = keys >> self._shift
         index = self.offsets[buckets][:, None] + self._steps  # each key's bucket window
         hit = (self._padded_tags[index] == tags) & (index < self._ends[buckets][:, None])
+        hit &= np.cumsum(hit, axis=1) <= room[:, None]
+        room -= np.count_nonzero(hit, axis=1)
         found: I32 = self.ids[index[hit]]
         return found
 
@@ -194,22 +199,28 @@ class KeyMultimap:
                 ids.append(doc_id)
         self._buffered += n
 
-    def lookup(self, keys: U64) -> I32:
-        """All ids stored under any of ``keys`` (unsorted, may repeat)."""
+    def lookup(self, keys: U64, cap: int = 1 << 30) -> I32:
+        """The ids stored under any of ``keys``, at most ``cap`` per key: the first ``cap``
+        added under it (unsorted across keys, may repeat)."""
         if not len(keys):
             return _EMPTY_IDS
         keys = keys & _KEY_MASK
         found: list[I32] = []
-        if self._buffered:
-            hits = [ids for ids in map(self._buffer.get, keys.tolist()) if ids is not None]
-            if hits:
-                found.append(np.array([i for ids in hits for i in ids], dtype=np.int32))
+        room = np.full(len(keys), cap, dtype=np.int64)
         tags = keys.astype(np.uint32)[:, None]  # for the directory levels
-        for level in self._levels:
+        for level in reversed(self._levels):  # the deepest level holds the oldest entries
             if len(level):
-                ids = level.lookup(keys, tags)
+                ids = level.lookup(keys, tags, room)
                 if len(ids):
                     found.append(ids)
+        if self._buffered:
+            hits = [
+                ids[: int(left)]
+                for ids, left in zip(map(self._buffer.get, keys.tolist()), room.tolist(), strict=True)
+                if ids is not None and left > 0
+            ]
+            if hits:
+                found.append(np.array([i for ids in hits for i in ids], dtype=np.int32))
         if not found:
             return _EMPTY_IDS
         return np.concatenate(found) if len(found) > 1 else found[0]

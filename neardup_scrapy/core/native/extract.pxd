@@ -38,6 +38,7 @@ cdef class Extractor:
     cdef ByteBuf title        # the <title>
     cdef ByteBuf canonical    # <link rel=canonical href>
     cdef int32_t anchor
+    cdef list anchors
     cdef int32_t container
     cdef uint32_t *drops
     cdef int32_t cap_drops
@@ -47,7 +48,8 @@ cdef class Extractor:
     cdef void _read_head(self, tree.xmlNode *head)
     cdef int _walk(self, tree.xmlNode *top, double deadline) except -1
     cdef void _close(self, int32_t i) noexcept
-    cdef int32_t _find_anchor(self)
+    cdef int32_t _find_anchors(self)
+    cdef bint _holds_anchor(self, int32_t i) noexcept
     cdef bint _dominated(self, int32_t t) noexcept
     cdef int32_t _choose(self) noexcept
     cdef int _render(self, int32_t c, long max_chars) except -1

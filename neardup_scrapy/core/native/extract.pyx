@@ -87,10 +87,12 @@ cdef enum:
     F_ANC_EXCL = 512    # itself or an ancestor excluded
     F_IN_ARTICLE = 1024 # has an <article> ancestor
     F_LINK = 2048       # an <a href>
+    F_ANC_STRONG = 4096 # itself or an ancestor strong chrome (not a layout region)
 
 cdef enum:
     ALPHA_PCT = 70          # a child must hold this share of a node's mass for the descent
     ANCHOR_PCT = 25         # the branch holding the title heading needs this share
+    LISTING_ANCHOR_PCT = 10 # ... beside a list of articles
     SEMANTIC_PCT = 20       # share of the page's text a <main>/<article> must hold
     LINK_WEIGHT_DIV = 5     # link text weighs 1/5 in the mass
     DENSE_PCT = 80          # a block this much link text is a link list
@@ -124,11 +126,11 @@ cdef void _add_tags(str names, uint16_t kind):
 memset(_tag_keys, 0, sizeof(_tag_keys))
 memset(_tag_kinds, 0, sizeof(_tag_kinds))
 _add_tags(
-    "script style template svg math iframe object embed noscript head title meta link canvas audio "
+    "script style template svg math iframe object embed head title meta link canvas audio "
     "video map datalist frameset frame applet param source track select option textarea button input",
     K_DROP,
 )
-_add_tags("nav aside menu dialog", K_SEMCHROME)
+_add_tags("nav aside menu dialog noscript", K_SEMCHROME)
 _add_tags("header footer", K_HF)
 _add_tags("main article section", K_SECTIONING)
 _add_tags(
@@ -669,14 +671,19 @@ cdef class Extractor:
             p.art_text += e.art_text
 
     # -- decisions over the arrays -----------------------------------------------------------------
-    cdef int32_t _find_anchor(self):
-        """The heading (h1-h3 or a title-classed element) outside chrome that best matches <title>:
-        at least 60% of its words are words of the title, most words in common wins."""
+    cdef int32_t _find_anchors(self):
+        """The page's title headings: the headings outside chrome that best match <title> (at
+        least 60% of their words are words of the title). An ``<h1>`` is the document's heading
+        by HTML semantics, so it ranks before ``<h2>``/``<h3>``, which rank before title-classed
+        elements; then most words in common. Every heading of the best rank is kept (a page may
+        repeat its title, e.g. in a bar for small screens) in ``self.anchors``; returns the first."""
         cdef set title_words = _words(self.title.data, self.title.len)
-        cdef int32_t i, best = -1
+        cdef int32_t i
         cdef Elem *e
         cdef set words
-        cdef Py_ssize_t hit, best_hit = 0
+        cdef Py_ssize_t hit
+        cdef tuple rank, best_rank = (0, 0)
+        self.anchors = []
         if not title_words:
             return -1
         for i in range(self.n_elems):
@@ -687,9 +694,22 @@ cdef class Extractor:
             if not words:
                 continue
             hit = len(words & title_words)
-            if hit * 5 >= 3 * len(words) and hit > best_hit:
-                best, best_hit = i, hit
-        return best
+            if hit * 5 < 3 * len(words):
+                continue
+            rank = (3 if e.kind & K_H1 else 2 if e.kind & K_H23 else 1, hit)
+            if rank > best_rank:
+                best_rank = rank
+                self.anchors = [i]
+            elif rank == best_rank:
+                self.anchors.append(i)
+        return self.anchors[0] if self.anchors else -1
+
+    cdef bint _holds_anchor(self, int32_t i) noexcept:
+        cdef int32_t a
+        for a in self.anchors:
+            if i <= a < self.elems[i].end:
+                return True
+        return False
 
     cdef bint _dominated(self, int32_t t) noexcept:
         """Whether a cell of table part ``t`` holds ALPHA of its mass (a layout table)."""
@@ -741,24 +761,35 @@ cdef class Extractor:
             e = &elems[node]
             m = _mass(e)
             end = e.end
-            if self.anchor > node and self.anchor < end:
-                holder = node + 1
-                while holder < end and not (holder <= self.anchor < elems[holder].end):
-                    holder = elems[holder].end
-                if holder >= end or holder == self.anchor or _mass(&elems[holder]) * 100 < ANCHOR_PCT * m:
+            best = -1
+            best_mass = -1
+            holder = -1
+            child = node + 1
+            while child < end:
+                cm = _mass(&elems[child])
+                if not (elems[child].flags & F_EXCLUDED) and cm > best_mass:
+                    best, best_mass = child, cm
+                if holder < 0 and self._holds_anchor(child):
+                    holder = child
+                child = elems[child].end
+            if best < 0 or m <= 0:
+                break
+            if holder >= 0 and self._holds_anchor(best):
+                # the heaviest child holds the title heading: follow it while it holds enough
+                if best in self.anchors or best_mass * 100 < ANCHOR_PCT * m:
+                    break
+            elif holder >= 0:
+                # the title heading is beside the heaviest child: the heading's branch is taken
+                # when it holds text of its own beside a list of other items, or a good share
+                # of the text; else the node keeps both
+                cm = _mass(&elems[holder])
+                if holder in self.anchors or cm * 100 < (
+                    LISTING_ANCHOR_PCT if _listing(&elems[best]) else ANCHOR_PCT
+                ) * m:
                     break
                 best = holder
-            else:
-                best = -1
-                best_mass = -1
-                child = node + 1
-                while child < end:
-                    cm = _mass(&elems[child])
-                    if not (elems[child].flags & F_EXCLUDED) and not _listing(&elems[child]) and cm > best_mass:
-                        best, best_mass = child, cm
-                    child = elems[child].end
-                if best < 0 or m <= 0 or best_mass * 100 < ALPHA_PCT * m:
-                    break
+            elif _listing(&elems[best]) or best_mass * 100 < ALPHA_PCT * m:
+                break
             if elems[best].kind & K_BLOCKSTOP:
                 break  # a paragraph, list or heading is a part of the content, not its container
             if elems[best].kind & K_TABLEPART and not self._dominated(best):
@@ -827,6 +858,7 @@ cdef class Extractor:
         self.n_elems = 0
         self.buf.len = self.out.len = self.heading.len = self.title.len = self.canonical.len = 0
         self.anchor = -1
+        self.anchors = []
         self.container = -1
         if root == NULL:
             return EXTRACT_EMPTY
@@ -859,9 +891,14 @@ cdef class Extractor:
             e = &self.elems[i]
             if e.flags & F_EXCLUDED or (e.parent >= 0 and self.elems[e.parent].flags & F_ANC_EXCL):
                 e.flags |= F_ANC_EXCL
-            if first_heading < 0 and (e.kind & K_H1 or e.flags & F_TITLED) and not (e.flags & F_ANC_EXCL) and e.text:
+            if (e.flags & F_STRONG and not (e.flags & F_OVERRIDE)) or (
+                e.parent >= 0 and self.elems[e.parent].flags & F_ANC_STRONG
+            ):
+                e.flags |= F_ANC_STRONG
+            # the page's identity heading may sit in a page-header region, not in strong chrome
+            if first_heading < 0 and (e.kind & K_H1 or e.flags & F_TITLED) and not (e.flags & F_ANC_STRONG) and e.text:
                 first_heading = i
-        self.anchor = self._find_anchor()
+        self.anchor = self._find_anchors()
         self.container = self._choose()
         # the page heading: the first <h1> outside chrome, prepended when outside the container
         for i in range(self.n_elems):
@@ -893,6 +930,25 @@ cdef class Extractor:
         return EXTRACT_OK if _has_visible(self.out.data, self.out.len) else EXTRACT_EMPTY
 
     # -- Python access (tests, diagnostics) ------------------------------------------------------
+    def explain(self):
+        """How the last :meth:`extract` chose, for diagnostics: the title heading, the container
+        and the path from ``<body>`` to it, each as ``(kind bits, flag bits, visible characters,
+        mass, text prefix)``."""
+        cdef int32_t i = self.container
+        path = []
+        while i >= 0:
+            path.append(self._describe(i))
+            i = self.elems[i].parent
+        return {"anchor": self._describe(self.anchor), "container": self._describe(self.container), "path": path[::-1]}
+
+    def _describe(self, int32_t i):
+        if i < 0 or i >= self.n_elems:
+            return None
+        cdef Elem *e = &self.elems[i]
+        prefix = self.buf.data[e.tstart : min(e.tend, e.tstart + 80)].decode("utf-8", "replace")
+        return (e.kind, e.flags, e.text, _mass(e), " ".join(prefix.split()))
+
+
     def extract(self, element, long max_chars=500_000, double timeout=0.0):
         """Extract from an lxml element (a tree's root): ``(status, text, heading, title, canonical)``.
 

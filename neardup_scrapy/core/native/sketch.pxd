@@ -28,6 +28,7 @@ cdef class Sketcher:
     cdef void _minhash(self) noexcept
     cdef uint64_t _simhash(self) noexcept
     cdef int _bin(self, uint64_t x) noexcept nogil
+    cdef int _load(self, bytes shingles) except -1
 
 
 cdef int build_profile(const uint64_t *tokens, size_t n, const uint64_t *heading, size_t nh,

@@ -128,6 +128,38 @@ cdef class Sketcher:
         """Bucket keys per page: the digest, the bands and the SimHash tables."""
         return 1 + self.bands + self.n_masks
 
+    # -- Python access to the parts (tests check them against their definitions) ------------------
+    def shingles_of(self, bytes tokens):
+        """Shingle hashes of token hashes (bytes of little-endian uint64, both)."""
+        cdef size_t n = PyBytes_GET_SIZE(tokens) // 8
+        if n == 0:
+            return b""
+        self._shingle(<const uint64_t *>PyBytes_AS_STRING(tokens), n)
+        return PyBytes_FromStringAndSize(<char *>self.shingles.data, self.shingles.len * 8)
+
+    def minhash_of(self, bytes shingles):
+        """MinHash signature (``num_perm`` little-endian uint32) of shingle hashes."""
+        self._load(shingles)
+        self._minhash()
+        return PyBytes_FromStringAndSize(<char *>self.signature, self.num_perm * 4)
+
+    def simhash_of(self, bytes shingles):
+        """SimHash of shingle hashes."""
+        self._load(shingles)
+        return self._simhash()
+
+    cdef int _load(self, bytes shingles) except -1:
+        cdef size_t i, n = PyBytes_GET_SIZE(shingles) // 8
+        cdef uint64_t v
+        if n == 0:
+            raise ValueError("no shingles")
+        self.shingles.len = 0
+        for i in range(n):
+            memcpy(&v, PyBytes_AS_STRING(shingles) + 8 * i, 8)
+            if u64buf_push(&self.shingles, v) < 0:
+                raise MemoryError()
+        return 0
+
     cdef int _shingle(self, const uint64_t *tokens, size_t n) except -1:
         cdef size_t i, j, width = self.shingle_size if <size_t>self.shingle_size < n else n
         cdef size_t count = n - width + 1

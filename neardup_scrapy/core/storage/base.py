@@ -36,6 +36,13 @@ U64Array = npt.NDArray[np.uint64]
 I64Array = npt.NDArray[np.int64]
 U16Array = npt.NDArray[np.uint16]
 
+#: A lookup takes at most this many pages from each bucket: the first ones added to it. A
+#: cluster's representative and first members are among them, and verification compares a page
+#: with cluster representatives, so later members add nothing; the cap keeps a check's cost flat
+#: when one bucket holds thousands of near-identical pages (calendars, faceted search, spam) or
+#: pages that share a generic heading.
+BUCKET_CAP = 64
+
 #: Status codes as stored (uint8).
 STATUS_CODES = {"unique": 0, "exact": 1, "near": 2}
 STATUS_NAMES = {v: k for k, v in STATUS_CODES.items()}
@@ -222,7 +229,8 @@ class IndexStorage(Protocol):
         """Flush and release resources. Idempotent."""
 
     def lookup(self, keys: U64Array) -> tuple[I64Array, object]:
-        """Ids of all pages in the buckets of ``keys`` (sorted, unique), and a token for commit."""
+        """Ids of the pages in the buckets of ``keys`` (sorted, unique; at most
+        :data:`BUCKET_CAP` per bucket, the first added), and a token for commit."""
 
     def fetch(self, ids: I64Array) -> DocBatch:
         """Records of the pages ``ids``, with their cluster roots."""

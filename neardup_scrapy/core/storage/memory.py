@@ -19,6 +19,7 @@ from neardup_scrapy.core.mirrors import MirrorEvidence, MirrorLedger
 from neardup_scrapy.core.multimap import KeyMultimap
 
 from .base import (
+    BUCKET_CAP,
     STATUS_CODES,
     STATUS_NAMES,
     Commit,
@@ -75,7 +76,7 @@ class MemoryStorage:
     # -- the three calls per page --------------------------------------------------------------
     def lookup(self, keys: U64Array) -> tuple[I64Array, object]:
         """Ids in the buckets of ``keys``; the token is unused (a single writer never conflicts)."""
-        ids = self._buckets.lookup(keys)
+        ids = self._buckets.lookup(keys, BUCKET_CAP)
         if len(ids) < 2:
             return ids.astype(np.int64), None
         # Few candidates as a rule: a set beats np.unique's sort machinery by microseconds.

@@ -82,6 +82,7 @@ from neardup_scrapy.core.hashing import mix64
 from neardup_scrapy.core.mirrors import MirrorEvidence
 
 from .base import (
+    BUCKET_CAP,
     STATUS_CODES,
     STATUS_NAMES,
     Commit,
@@ -117,8 +118,12 @@ _COUNTER_CHAR = {
     "d": "duplicate_bytes",
 }
 
-_LUA_COMMON = r"""
+_LUA_COMMON = (
+    r"""
 local P = ARGV[1]
+local BUCKET_CAP = """
+    + str(BUCKET_CAP)
+    + r"""
 local function h32(f)
   local b1, b2, b3, b4 = string.byte(f, 1, 4)
   return ((b1 * 256 + b2) * 256 + b3) * 256 + b4
@@ -190,6 +195,7 @@ local function records(ids, seen, cap)
   return recs, roots, live
 end
 """
+)
 
 # ARGV: prefix, cap, field...  ->  {values, ids, records, roots, candidates}
 _LUA_LOOKUP = (
@@ -202,7 +208,7 @@ local values, ids, seen = {}, {}, {}
 for i = 3, #ARGV do
   local v = bucket(ARGV[i], L, sp)
   values[#values + 1] = v
-  for j = 1, #v - 3, 4 do
+  for j = 1, math.min(#v, 4 * BUCKET_CAP) - 3, 4 do
     local id = struct.unpack('<I4', v, j)
     if not seen[id] then seen[id] = true; ids[#ids + 1] = id end
   end
@@ -507,7 +513,7 @@ for i = 13, #ARGV do
   end
   if v == false then v = '' elseif v == '' then v = redis.call('GET', P .. ':o:' .. f) or '' end
   values[#values + 1] = v
-  for j = 1, #v - 3, 4 do
+  for j = 1, math.min(#v, 4 * BUCKET_CAP) - 3, 4 do
     local id = struct.unpack('<I4', v, j)
     if not seen[id] then seen[id] = true; ids[#ids + 1] = id end
   end

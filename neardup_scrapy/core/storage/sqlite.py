@@ -49,6 +49,7 @@ from neardup_scrapy.core.hashing import mix64
 from neardup_scrapy.core.mirrors import MirrorEvidence, MirrorLedger
 
 from .base import (
+    BUCKET_CAP,
     STATUS_CODES,
     STATUS_NAMES,
     Commit,
@@ -338,7 +339,9 @@ class SQLiteStorage:
         marks = ",".join("?" * len(k48))
         try:
             rows = db.execute(
-                f"SELECT doc FROM buckets WHERE key IN ({marks}) AND doc >= ?", (*k48, self._frontier)
+                "SELECT doc FROM (SELECT doc, row_number() OVER (PARTITION BY key ORDER BY doc) AS rank "
+                f"FROM buckets WHERE key IN ({marks}) AND doc >= ?) WHERE rank <= ?",
+                (*k48, self._frontier, BUCKET_CAP),
             ).fetchall()
         except sqlite3.Error as exc:
             raise StorageError(f"neardup index {self.path}: lookup failed: {exc}") from exc
