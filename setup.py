@@ -1,9 +1,8 @@
 """Build of the compiled per-page pass (Cython over lxml's C API); everything else is in pyproject.toml."""
 
+import lxml
 from Cython.Build import cythonize
 from setuptools import Extension, setup
-
-import lxml
 
 NATIVE = ("extract", "tokens", "sketch", "page")
 

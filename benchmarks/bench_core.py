@@ -223,6 +223,8 @@ def bench_index(sizes: list[int]) -> None:
         f"insert {last['insert_us'] / max(first['insert_us'], 1e-9):.2f}x   (required: within 2x; "
         "bytes/page required <= 1024, RSS <= 700 at 1M)"
     )
+
+
 def main(argv: list[str]) -> None:
     if not argv or argv[0] not in ("pipeline", "index", "_index_one"):
         print(__doc__)

@@ -1,7 +1,8 @@
 """Shared fixtures.
 
-* ``eval_dev``: the labelled development set in ``../shared/eval-dev`` (next to the repo, or at
-  ``$NEARDUP_EVAL_DEV``). Skipped when absent -- except under ``CI=true``, where it must exist.
+* ``eval_dev``, ``eval_docs``: the labelled development sets in ``../shared/eval-dev`` and
+  ``../shared/eval-docs`` (next to the repo, or at ``$NEARDUP_EVAL_DEV`` / ``$NEARDUP_EVAL_DOCS``).
+  Skipped when absent -- except under ``CI=true``, where they must exist.
 * ``redis_url``: a Redis server (``$NEARDUP_TEST_REDIS``, default ``redis://127.0.0.1:6379/0``)
   and a unique key prefix, cleaned up afterwards. Skipped when unreachable -- except under
   ``CI=true``, where the test fails.
@@ -26,13 +27,23 @@ def _need(reason: str) -> None:
     pytest.skip(reason)
 
 
+def _labelled_set(name: str, variable: str) -> Path:
+    path = Path(os.environ.get(variable, ROOT.parent / "shared" / name))
+    if not (path / "pages.jsonl.gz").is_file() or not (path / "truth.json").is_file():
+        _need(f"{name} set not found at {path}")
+    return path
+
+
 @pytest.fixture(scope="session")
 def eval_dev() -> Path:
     """Path of the eval-dev directory (pages.jsonl.gz, truth.json, score.py)."""
-    path = Path(os.environ.get("NEARDUP_EVAL_DEV", ROOT.parent / "shared" / "eval-dev"))
-    if not (path / "pages.jsonl.gz").is_file() or not (path / "truth.json").is_file():
-        _need(f"eval-dev set not found at {path}")
-    return path
+    return _labelled_set("eval-dev", "NEARDUP_EVAL_DEV")
+
+
+@pytest.fixture(scope="session")
+def eval_docs() -> Path:
+    """Path of the eval-docs directory (documentation sites; same format and scorer)."""
+    return _labelled_set("eval-docs", "NEARDUP_EVAL_DOCS")
 
 
 REDIS_URL = os.environ.get("NEARDUP_TEST_REDIS", "redis://127.0.0.1:6379/0")

@@ -1,10 +1,9 @@
-"""The fast paths of the core give exactly what their plain reference definitions give.
+"""The fast paths of the core give exactly what their plain definitions give.
 
-* ``WordHasher`` (bytes, memoised pieces) against ``token_hashes(tokenize(normalize_text()))``;
+* the compiled tokenizer (ASCII in C, non-ASCII pieces normalised one by one, memoised) against
+  normalising the whole text at once;
 * ``host_of`` (memoised by origin) against ``urlsplit`` on the whole url;
-* ``simhash64`` (both bit-counting paths) against per-bit counting;
-* the repeat cache (byte-identical bodies skip parsing) against a detector without it;
-* ``extract_main_text(fold=False)`` against the folded text.
+* the repeat cache (byte-identical bodies skip parsing) against a detector without it.
 """
 
 from __future__ import annotations
@@ -12,21 +11,17 @@ from __future__ import annotations
 import random
 
 import numpy as np
-import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup_scrapy.core import NearDupDetector
-from neardup_scrapy.core.hashing import token_hashes
 from neardup_scrapy.core.hosts import _host_of_origin, host_of
-from neardup_scrapy.core.simhash import simhash64
-from neardup_scrapy.core.text import extract_main_text, normalize_text, parse_html, tokenize
-from neardup_scrapy.core.tokens import WordHasher
+from neardup_scrapy.core.native.tokens import Tokenizer, normalize_piece
 
 # Characters that exercise every branch: ASCII words, digits and punctuation, Latin and Cyrillic
 # letters, case folding that changes length (ß, İ), compatibility forms (ligature, full width,
 # superscript, Arabic-Indic digits), combining marks (one composes with "=" to "≠"), typographic
-# separators and no-break space, CJK and an emoji.
+# separators and no-break space, CJK, kana, Thai and an emoji.
 ALPHABET = (
     "abcXYZ019_ -.,;:'\"!?()<>=/\t\n"
     "éüßİçñ"
@@ -34,18 +29,67 @@ ALPHABET = (
     + "\ufb01\uff21\uff22\uff11\uff12\u00b2\u0663\u0664"  # ligature fi, full width, superscript, Arabic-Indic
     + "\u0301\u0338"  # combining acute, combining long solidus overlay
     + "\u2019\u2018\u201c\u201d\u2013\u2014\u2026\u00a0\u00ab\u00bb\u2022\u00b7"
-    + "\u4e2d\u6587\u5b57\U0001f310"
+    + "\u4e2d\u6587\u5b57\u3072\u30ab\u0e01\u0e32\U0001f310"
 )
 texts = st.text(alphabet=ALPHABET, max_size=300)
 
 
-@given(st.lists(texts, min_size=1, max_size=6), st.booleans(), st.integers(min_value=0, max_value=30))
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
-def test_word_hasher_equals_reference(pages: list[str], mask_digits: bool, max_entries: int) -> None:
-    hasher = WordHasher(5, mask_digits=mask_digits, max_entries=max_entries)
+def _hashes(tokenizer: Tokenizer, text: str) -> list[int]:
+    return np.frombuffer(tokenizer.hashes(text), dtype="<u8").tolist()
+
+
+@given(st.lists(texts, min_size=1, max_size=6), st.booleans())
+@settings(max_examples=300, deadline=None)
+def test_tokens_equal_normalising_the_whole_text(pages: list[str], mask_digits: bool) -> None:
+    """Normalising piece by piece (and from the memo) gives the tokens of the whole text."""
+    tokenizer = Tokenizer(3, mask_digits=mask_digits, mask_dates=False)
     for text in pages:
-        expected = token_hashes(tokenize(normalize_text(text, mask_digits)), 5).tolist()
-        assert hasher(text).tolist() == expected
+        expected = [tokenizer.word_hash(t) for t in normalize_piece(text, mask_digits, False)]
+        assert _hashes(tokenizer, text) == expected
+
+
+def test_scripts_without_spaces_are_one_token_per_character() -> None:
+    assert normalize_piece("東京タワーは高い") == ["東", "京", "タ", "ワ", "ー", "は", "高", "い"]
+    assert normalize_piece("ภาษาไทย") == list("ภาษาไทย")
+    assert normalize_piece("한국어 문장") == ["한국어", "문장"]  # Hangul is written with spaces
+    assert normalize_piece("Straße \uff26\uff35\uff2c\uff2c \ufb01ne") == ["strasse", "full", "fine"]
+
+
+DATES = [  # the same page fetched twice: only the date or time changed
+    ("Updated 2024-03-01 12:30:05 UTC", "Updated 2025-11-23 08:02:59 UTC"),
+    ("am 01.03.2024 um 09:15", "am 23.11.2025 um 18:40"),
+    ("on 3 March 2024", "on 21 March 2025"),
+    ("on March 3, 2024", "on March 28, 2025"),
+    ("Monday, 3 January 2024", "Friday, 9 January 2026"),
+    ("am 3. Januar 2024", "am 17. Januar 2025"),
+    ("le 3 février 2024", "le 14 février 2025"),
+    ("2024年3月1日 12時30分", "2025年11月23日 8時2分"),
+    ("posted 5 hours ago", "posted 11 hours ago"),
+    ("03/01/24 at 7:05", "11/23/25 at 19:45"),
+]
+
+
+def test_dates_and_times_are_masked() -> None:
+    tokenizer = Tokenizer(1)
+    zero = tokenizer.word_hash("0")
+    for first, again in DATES:
+        assert _hashes(tokenizer, first) == _hashes(tokenizer, again), first
+        assert zero in _hashes(tokenizer, first)
+
+
+def test_other_numbers_are_content() -> None:
+    """Versions, sizes, counts and identifiers are not dates: they tell pages apart."""
+    tokenizer = Tokenizer(1)
+    for a, b in [
+        ("release 1.63.0 notes", "release 1.64.0 notes"),
+        ("i32::MAX is 2147483647", "i64::MAX is 9223372036854775807"),
+        ("a buffer of 4096 bytes", "a buffer of 8192 bytes"),
+        ("section 4.2 of the manual", "section 4.3 of the manual"),
+        ("Page 12 of 40", "Page 13 of 40"),
+    ]:
+        assert _hashes(tokenizer, a) != _hashes(tokenizer, b), (a, b)
+    masked = Tokenizer(1, mask_digits=True)
+    assert _hashes(masked, "release 1.63.0") == _hashes(masked, "release 2.74.5")
 
 
 url_parts = st.tuples(
@@ -61,29 +105,6 @@ url_parts = st.tuples(
 def test_host_of_equals_urlsplit_on_the_whole_url(parts: tuple[str, str, str, str]) -> None:
     url = "".join(parts)
     assert host_of(url) == _host_of_origin.__wrapped__(url)
-
-
-@given(st.integers(min_value=1, max_value=5000), st.integers(min_value=0, max_value=2**32 - 1))
-@settings(max_examples=40, deadline=None)
-def test_simhash_equals_per_bit_majority(n: int, seed: int) -> None:
-    values = np.random.default_rng(seed).integers(0, 2**64 - 1, size=n, dtype=np.uint64, endpoint=True)
-    expected = 0
-    for bit in range(64):
-        ones = int(((values >> np.uint64(bit)) & np.uint64(1)).sum())
-        if 2 * ones > n:
-            expected |= 1 << bit
-    assert simhash64(values) == expected
-
-
-@pytest.mark.parametrize("n", [1, 254, 255, 256, 510, 511, 2047, 2048, 2049])
-def test_simhash_lane_sums_do_not_overflow(n: int) -> None:
-    """Every bit set in every shingle: a byte lane summed over more than 255 rows would wrap."""
-    ones = np.full(n, 2**64 - 1, dtype=np.uint64)
-    assert simhash64(ones) == 2**64 - 1
-    mostly = ones.copy()
-    mostly[: (n - 1) // 2] = 0  # still a strict majority of ones
-    assert simhash64(mostly) == 2**64 - 1
-    assert simhash64(np.zeros(n, dtype=np.uint64)) == 0
 
 
 def _pages(seed: int) -> list[tuple[str, bytes]]:
@@ -119,11 +140,3 @@ def test_repeat_cache_is_bounded_and_keyed_by_encoding() -> None:
     for i in range(10):
         det.check(f"http://127.0.0.1/{i}", f"<p>page {i} " * 30)
     assert len(det._repeats) == 3
-
-
-def test_unfolded_text_has_the_same_words() -> None:
-    html = b"<html><body><main><h1>Title</h1>\n\n  <p>One   two\tthree</p>\n<p>four</p></main></body></html>"
-    root = parse_html(html)
-    assert root is not None
-    raw = extract_main_text(root, fold=False)
-    assert " ".join(raw.split()) == extract_main_text(root) == "Title One two three four"

@@ -104,7 +104,7 @@ def test_capped_lookup_returns_the_first_ids_of_each_key(monkeypatch: pytest.Mon
     reference: dict[int, list[int]] = {}
     for doc_id in range(2000):
         own = rng.integers(0, 2**48, size=3, dtype=np.uint64)
-        keys = np.concatenate([own, shared[rng.choice(5, size=2, replace=False)]])  # distinct, as a page's keys
+        keys = np.concatenate([own, shared[rng.choice(5, size=2, replace=False)]])  # distinct keys
         index.add(keys, doc_id)
         for key in set(keys.tolist()):
             reference.setdefault(key, []).append(doc_id)

@@ -1,4 +1,4 @@
-"""Property tests of the core sketches: determinism, exactness, MinHash error bound, Hamming."""
+"""Property tests of the compiled sketches: determinism, exactness, MinHash error bound, SimHash."""
 
 from __future__ import annotations
 
@@ -11,27 +11,38 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from neardup_scrapy.core import NearDupDetector
-from neardup_scrapy.core.hashing import TokenHasher, mix64, shingle_hashes, token_hashes
-from neardup_scrapy.core.minhash import MinHasher, estimate_jaccard, low16
-from neardup_scrapy.core.params import DetectorParams, choose_bands, lsh_collision_probability
-from neardup_scrapy.core.simhash import block_masks, hamming, hamming_many, simhash64
-from neardup_scrapy.core.sketch import Sketcher
+from neardup_scrapy.core import DetectorParams, NearDupDetector, PageAnalyzer
+from neardup_scrapy.core.hashing import mix64
+from neardup_scrapy.core.minhash import estimate_jaccard, low16
+from neardup_scrapy.core.native.sketch import Sketcher
+from neardup_scrapy.core.native.tokens import Tokenizer
+from neardup_scrapy.core.params import choose_bands, lsh_collision_probability
+from neardup_scrapy.core.simhash import block_masks, hamming, hamming_many
 
 words = st.text(alphabet="abcdefghijklmnopqrstuvwxyzäöüß", min_size=1, max_size=8)
 token_lists = st.lists(words, min_size=1, max_size=400)
 u64 = st.integers(min_value=0, max_value=2**64 - 1)
 
 
+def _sketcher(num_perm: int = 128, seed: int = 1) -> Sketcher:
+    return Sketcher(seed, num_perm, 5, num_perm // 4, 4, block_masks(3))
+
+
+def _signature(sketcher: Sketcher, shingles: np.ndarray) -> np.ndarray:
+    return np.frombuffer(sketcher.minhash_of(shingles.astype("<u8").tobytes()), dtype="<u4")
+
+
 def _sketch_json(tokens: list[str]) -> str:
-    sketcher = Sketcher(DetectorParams())
-    sk = sketcher.sketch(sketcher.token_hashes(" ".join(tokens)), "example.org")
+    analysis = PageAnalyzer(DetectorParams())("http://example.org/", text=" ".join(tokens))
+    sk = analysis.sketch
+    assert sk is not None
     return json.dumps(
         {
             "digest": sk.digest.hex(),
             "signature": sk.signature.tolist(),
             "simhash": sk.simhash,
-            "keys": np.concatenate([sk.exact_key, sk.band_keys, sk.simhash_keys]).tolist(),
+            "keys": sk.keys.tolist(),
+            "profile": sk.profile.hex(),
         }
     )
 
@@ -58,40 +69,35 @@ def test_sketches_identical_across_processes() -> None:
 
 
 def test_known_values_are_pinned() -> None:
-    """Hash values never change silently (a persisted index depends on them)."""
-    hashes = token_hashes(["near", "duplicate"], seed=1)
-    assert hashes.tolist() == [0x5F15C8B8E25B98CB, 0x1F07559BBF11F7DB]
-    # Two tokens make one shingle: every bin but one is filled by densification.
-    assert MinHasher(8, 1).signature(shingle_hashes(hashes, 5)).tolist() == [3577185856] * 8
-    many = MinHasher(8, 1).signature(mix64(np.arange(1, 41, dtype=np.uint64)))
-    assert many.tolist() == [
-        578891237,
-        453444,
-        2238660989,
-        827697384,
-        750086461,
-        1303332042,
-        180486817,
-        692549001,
-    ]
+    """Hash values never change silently (a persisted index depends on them; a change must come
+    with a new HASH_SCHEME)."""
+    tokenizer = Tokenizer(1)
+    hashes = np.frombuffer(tokenizer.hashes("Near duplicate"), dtype="<u8")
+    assert hashes.tolist() == [tokenizer.word_hash("near"), tokenizer.word_hash("duplicate")]
+    assert [hex(h) for h in hashes.tolist()] == PINNED["tokens"]
+    sketcher = _sketcher(8)
+    many = _signature(sketcher, mix64(np.arange(1, 41, dtype=np.uint64)))
+    assert many.tolist() == PINNED["minhash8"]
     assert mix64(np.array([0, 1], dtype=np.uint64)).tolist() == [0, 0x5692161D100B05E5]
-    sketcher = Sketcher(DetectorParams())
-    sk = sketcher.sketch(
-        sketcher.token_hashes("Pinned values of the whole sketch never change silently"), "h"
+    analysis = PageAnalyzer(DetectorParams())(
+        "http://h/", text="Pinned values of the whole sketch never change silently"
     )
-    assert sk.digest.hex() == "21bf22637acbff98f979e9339c408b42"
-    assert sk.simhash == 0x94FC635716158A1
-    assert sk.signature[:4].tolist() == [646690085, 646690085, 4117274232, 505179992]
-    assert int(sk.band_keys[0]) == 0x1B52DF06BC8F84B
+    sk = analysis.sketch
+    assert sk is not None
+    assert sk.digest.hex() == PINNED["digest"]
+    assert hex(sk.simhash) == PINNED["simhash"]
+    assert sk.signature[:4].tolist() == PINNED["signature4"]
+    assert hex(int(sk.band_keys[0])) == PINNED["band0"]
 
 
-@given(st.lists(token_lists, min_size=1, max_size=5), st.integers(min_value=0, max_value=50))
-@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
-def test_memoised_token_hashes_equal_direct_ones(pages: list[list[str]], max_entries: int) -> None:
-    """The memo (also when it overflows and is cleared) never changes a hash."""
-    hasher = TokenHasher(seed=3, max_entries=max_entries)
-    for tokens in pages:
-        assert hasher(tokens).tolist() == token_hashes(tokens, seed=3).tolist()
+PINNED: dict[str, object] = {
+    "tokens": ["0x77e3b6b40ec294a9", "0xe8fc228505524d5e"],
+    "minhash8": [876950556, 103973869, 1070839520, 2600247577, 1244642565, 1089691776, 1185746862, 595026021],
+    "digest": "c81b6791a672438b1e35f7060799a8fd",
+    "simhash": "0xe2b6273733e549d1",
+    "signature4": [1849294964, 1849294964, 1489407950, 2477151188],
+    "band0": "0x17e32eea6877704",
+}
 
 
 @given(token_lists)
@@ -126,8 +132,8 @@ def test_minhash_estimate_within_bound(pair: tuple[np.ndarray, np.ndarray]) -> N
     """|J_est - J| <= 5 standard errors, sqrt(J(1-J)/k) (plus b-bit slack)."""
     a, b = pair
     true_j = len(np.intersect1d(a, b)) / len(np.union1d(a, b))
-    hasher = MinHasher(128, 7)
-    est = float(estimate_jaccard(low16(hasher.signature(a)), low16(hasher.signature(b))[None, :])[0])
+    sketcher = _sketcher(seed=7)
+    est = float(estimate_jaccard(low16(_signature(sketcher, a)), low16(_signature(sketcher, b))[None, :])[0])
     bound = 5 * np.sqrt(true_j * (1 - true_j) / 128) + 0.01
     assert abs(est - true_j) <= bound
 
@@ -137,18 +143,18 @@ def test_minhash_estimate_within_bound(pair: tuple[np.ndarray, np.ndarray]) -> N
 def test_densified_signatures_of_small_sets(size: int, seed: int) -> None:
     """Small sets leave bins empty; densification fills them all, the same way for equal sets."""
     shingles = mix64(np.random.default_rng(seed).integers(0, 2**62, size=size, dtype=np.uint64))
-    hasher = MinHasher(128, 5)
-    sig = hasher.signature(shingles)
+    sketcher = _sketcher(seed=5)
+    sig = _signature(sketcher, shingles).copy()
     assert (sig != np.uint32(0xFFFFFFFF)).all()
     assert len(set(sig.tolist())) <= size  # filled bins copy values of the set's own shingles
-    assert hasher.signature(shingles[::-1]).tolist() == sig.tolist()
+    assert _signature(sketcher, shingles[::-1]).tolist() == sig.tolist()
     assert float(estimate_jaccard(low16(sig), low16(sig)[None, :])[0]) == 1.0
 
 
 def test_small_set_estimates_are_unbiased() -> None:
     """Over many random pairs of 5..100 shingles, densified estimates average the true Jaccard."""
     rng = np.random.default_rng(11)
-    hasher = MinHasher(128, 2)
+    sketcher = _sketcher(seed=2)
     errors = []
     for _ in range(400):
         size = int(rng.integers(5, 100))
@@ -157,7 +163,9 @@ def test_small_set_estimates_are_unbiased() -> None:
         base = mix64(np.unique(rng.integers(0, 2**62, size=3 * size, dtype=np.uint64))[: 2 * size - shared])
         a, b = base[:size], np.concatenate([base[:shared], base[size:]])
         true_j = len(np.intersect1d(a, b)) / len(np.union1d(a, b))
-        est = float(estimate_jaccard(low16(hasher.signature(a)), low16(hasher.signature(b))[None, :])[0])
+        est = float(
+            estimate_jaccard(low16(_signature(sketcher, a)), low16(_signature(sketcher, b))[None, :])[0]
+        )
         errors.append(est - true_j)
     assert abs(float(np.mean(errors))) < 0.01
     assert float(np.sqrt(np.mean(np.square(errors)))) < 0.07
@@ -165,15 +173,31 @@ def test_small_set_estimates_are_unbiased() -> None:
 
 def test_minhash_error_is_unbiased_on_average() -> None:
     rng = np.random.default_rng(3)
-    hasher = MinHasher(128, 1)
+    sketcher = _sketcher()
     errors = []
     for _ in range(200):
         a = mix64(rng.integers(0, 2**62, size=600, dtype=np.uint64))
         b = np.concatenate([a[:450], mix64(rng.integers(0, 2**62, size=150, dtype=np.uint64))])
         true_j = 450 / 750
-        errors.append(float((hasher.signature(a) == hasher.signature(b)).mean()) - true_j)
+        errors.append(float((_signature(sketcher, a) == _signature(sketcher, b)).mean()) - true_j)
     assert abs(np.mean(errors)) < 0.01
     assert 0.02 < np.std(errors) < 0.06  # sqrt(0.6 * 0.4 / 128) = 0.043
+
+
+@given(st.integers(min_value=1, max_value=5000), st.integers(min_value=0, max_value=2**32 - 1))
+@settings(max_examples=40, deadline=None)
+def test_simhash_equals_per_bit_majority(n: int, seed: int) -> None:
+    """Bit j is set exactly when more than half of the shingles have bit j set."""
+    shingles = np.random.default_rng(seed).integers(0, 2**64, size=n, dtype=np.uint64)
+    bits = np.unpackbits(shingles.astype("<u8").view(np.uint8).reshape(n, 8), axis=1, bitorder="little")
+    expected = int(np.packbits(bits.sum(axis=0) * 2 > n, bitorder="little").view("<u8")[0])
+    assert _sketcher().simhash_of(shingles.astype("<u8").tobytes()) == expected
+
+
+def test_simhash_counts_do_not_overflow() -> None:
+    """Every bit set in 300,000 shingles: the byte-value counters must not wrap."""
+    ones = np.full(300_000, 2**64 - 1, dtype=np.uint64)
+    assert _sketcher().simhash_of(ones.tobytes()) == 2**64 - 1
 
 
 @given(u64, u64)
@@ -198,7 +222,8 @@ def test_permuted_blocks_find_every_fingerprint_within_k(fp: int, k: int, data: 
 @given(st.lists(u64, min_size=1, max_size=300))
 def test_simhash_of_identical_sets_is_equal_and_order_free(values: list[int]) -> None:
     arr = np.array(values, dtype=np.uint64)
-    assert simhash64(arr) == simhash64(arr[::-1].copy())
+    sketcher = _sketcher()
+    assert sketcher.simhash_of(arr.tobytes()) == sketcher.simhash_of(arr[::-1].copy().tobytes())
 
 
 def test_simhash_small_edit_small_distance() -> None:
@@ -206,17 +231,42 @@ def test_simhash_small_edit_small_distance() -> None:
     tokens = [f"w{i}" for i in rng.integers(0, 5000, size=1200)]
     edited = list(tokens)
     edited[600:603] = ["x", "y", "z"]
-    a = simhash64(shingle_hashes(token_hashes(tokens, 1), 5))
-    b = simhash64(shingle_hashes(token_hashes(edited, 1), 5))
-    c = simhash64(shingle_hashes(token_hashes([f"v{i}" for i in range(1200)], 1), 5))
+    analyzer = PageAnalyzer(DetectorParams())
+
+    def fingerprint(words: list[str]) -> int:
+        sketch = analyzer("http://h/", text=" ".join(words)).sketch
+        assert sketch is not None
+        return sketch.simhash
+
+    a, b = fingerprint(tokens), fingerprint(edited)
+    c = fingerprint([f"v{i}" for i in range(1200)])
     assert hamming(a, b) <= 3 < hamming(a, c)
 
 
-def test_banding_s_curve() -> None:
-    bands, rows = choose_bands(0.8, 128)
+def test_shingles_combine_consecutive_token_hashes() -> None:
+    """s_i = mix64(((t_i P ^ t_i+1) P ^ ...) ^ t_i+4); fewer than 5 tokens make one shingle."""
+    tokens = np.random.default_rng(9).integers(0, 2**64, size=12, dtype=np.uint64)
+    prime = np.uint64(0x9E3779B97F4A7C15)
+    acc = tokens[:8].copy()
+    for j in range(1, 5):
+        acc = acc * prime ^ tokens[j : j + 8]
+    got = np.frombuffer(_sketcher().shingles_of(tokens.astype("<u8").tobytes()), dtype="<u8")
+    assert got.tolist() == mix64(acc).tolist()
+    two = np.frombuffer(_sketcher().shingles_of(tokens[:2].astype("<u8").tobytes()), dtype="<u8")
+    with np.errstate(over="ignore"):
+        first = tokens[0] * prime ^ tokens[1]
+    assert two.tolist() == mix64(np.array([first], dtype=np.uint64)).tolist()
+
+
+def test_banding_reaches_the_edit_floor() -> None:
+    """Candidates must come down to the similarity of edited copies (the edit floor)."""
+    params = DetectorParams()
+    bands, rows = params.lsh_bands, params.lsh_rows
     assert bands * rows <= 128
-    assert lsh_collision_probability(0.8, bands, rows) > 0.99
-    assert lsh_collision_probability(0.75, bands, rows) > 0.97
-    assert lsh_collision_probability(0.3, bands, rows) < 0.05
+    assert lsh_collision_probability(params.threshold, bands, rows) > 0.999
+    assert lsh_collision_probability(params.edit_floor + 0.1, bands, rows) > 0.97
+    assert lsh_collision_probability(0.2, bands, rows) < 0.06
+    b08, r08 = choose_bands(0.8, 128)
+    assert lsh_collision_probability(0.75, b08, r08) > 0.97
     # datasketch's choice at 128 / 0.8 is b=9, r=13: P(0.8) ~ 0.40.
     assert lsh_collision_probability(0.8, 9, 13) < 0.45

@@ -150,12 +150,12 @@ def test_skipped_and_host_counters(make_store: Factory) -> None:
             token=token,
             host="127.0.0.2",
             status="near",
-            duplicate_host="127.0.0.1",
+            canonical_host="127.0.0.1",
             nbytes=800,
         )
     )
     assert result is not None
-    assert result.host_pages == 1 and dict(result.host_pairs) == {"127.0.0.1": 1}
+    assert result.host_pages == 1
     exact = record("http://127.0.0.2/b", seed=3, parent=root, status="exact", similarity=1.0, hamming=0)
     _, token = store.lookup(keys(1, 2))
     result = store.commit(
@@ -165,11 +165,10 @@ def test_skipped_and_host_counters(make_store: Factory) -> None:
             token=token,
             host="127.0.0.2",
             status="exact",
-            duplicate_host="127.0.0.1",
             nbytes=700,
         )
     )
-    assert result is not None and result.host_pages == 2 and dict(result.host_pairs) == {"127.0.0.1": 2}
+    assert result is not None and result.host_pages == 2
     counts = store.host_counts()
     assert vars(counts["127.0.0.1"]) == {
         "pages": 1,
@@ -189,7 +188,12 @@ def test_skipped_and_host_counters(make_store: Factory) -> None:
         "bytes": 1500,
         "duplicate_bytes": 1500,
     }
-    assert store.host_pairs() == {("127.0.0.2", "127.0.0.1"): 2}
+    evidence = store.mirror_evidence()
+    assert evidence.pages == {"127.0.0.1": 1, "127.0.0.2": 2}
+    assert evidence.documents == {"127.0.0.1": 1, "127.0.0.2": 1}  # two pages, one document
+    assert evidence.duplicated == {"127.0.0.1": 1, "127.0.0.2": 1}
+    assert evidence.shared == {"127.0.0.1": {"127.0.0.2": 1}, "127.0.0.2": {"127.0.0.1": 1}}
+    assert evidence.canonical == {"127.0.0.2": {"127.0.0.1": 1}}
     # exact duplicates add no bucket entries
     ids, _ = store.lookup(keys(1, 2, 3))
     assert len(ids) == 2
@@ -223,12 +227,19 @@ def test_clusters_and_unions(make_store: Factory) -> None:
             unions=[(r2, r1)],
             host="127.0.0.3",
             status="near",
-            duplicate_host="127.0.0.1",
         )
     )
     assert result is not None
     batch = store.fetch(np.array([r2, m2, result.doc_id], dtype=np.int64))
     assert batch.roots.tolist() == [r1, r1, r1]
+    evidence = store.mirror_evidence()  # one document on three hosts
+    assert evidence.documents == {"127.0.0.1": 1, "127.0.0.2": 1, "127.0.0.3": 1}
+    assert evidence.duplicated == {"127.0.0.1": 1, "127.0.0.2": 1, "127.0.0.3": 1}
+    assert evidence.shared == {
+        "127.0.0.1": {"127.0.0.2": 1, "127.0.0.3": 1},
+        "127.0.0.2": {"127.0.0.1": 1, "127.0.0.3": 1},
+        "127.0.0.3": {"127.0.0.1": 1, "127.0.0.2": 1},
+    }
     hist, largest = store.clusters(max_clusters=5, max_members=3)
     assert hist == {5: 1}
     (cluster,) = largest
@@ -261,7 +272,7 @@ def test_reopen_keeps_everything(kind: str, make_store: Factory) -> None:
         store,
         record("http://127.0.0.2/a", seed=2, parent=a, status="near", similarity=0.9, hamming=1),
         keys(7, 9),
-        duplicate_host="127.0.0.1",
+        canonical_host="127.0.0.1",
     )
     store.close()
     again = make_store()
@@ -270,7 +281,9 @@ def test_reopen_keeps_everything(kind: str, make_store: Factory) -> None:
     ids, _ = again.lookup(keys(7))
     assert len(ids) == 2
     assert again.fetch(ids).roots.tolist() == [a, a]
-    assert again.host_pairs() == {("127.0.0.2", "127.0.0.1"): 1}
+    evidence = again.mirror_evidence()
+    assert evidence.shared == {"127.0.0.1": {"127.0.0.2": 1}, "127.0.0.2": {"127.0.0.1": 1}}
+    assert evidence.canonical == {"127.0.0.2": {"127.0.0.1": 1}}
     assert again.host_counts()["127.0.0.2"].near == 1
     c = add(again, record("http://127.0.0.3/c", seed=3), keys(9))
     assert c == 2
@@ -377,7 +390,6 @@ def test_lookup_or_insert_inserts_only_without_candidate(make_store: Factory) ->
             token=token,
             host="127.0.0.2",
             status="near",
-            duplicate_host="127.0.0.1",
         )
     )
     assert done is not None and done.doc_id == 1
@@ -472,6 +484,6 @@ def test_detector_verdicts_same_with_and_without_lookup_or_insert(
     assert _explained(without, pages) == with_it
     reasons = [v["reason"] for v in with_it]
     assert reasons[0] == "no candidate in the index"
-    assert reasons[8] == reasons[10] == "fewer than 20 tokens: matched exactly only"
+    assert reasons[8] == reasons[10] == "fewer than 10 tokens: matched exactly only"
     assert [v["status"] for v in with_it[8:11]] == ["unique", "exact", "unique"]
     assert {v["status"] for v in with_it} == {"unique", "exact", "near"}

@@ -58,8 +58,10 @@ _MAX_COMMIT_ATTEMPTS = 20
 _EXCERPT_CHARS = 2000  # per side of a report example
 _CACHED_CHARS = 8000  # per cached text, so the window can move to where two texts differ
 _MAX_EXAMPLES = 50
-_MIRROR_REFRESH_PAGES = 100  # pages between two looks at the mirror evidence
-_MIRROR_REFRESH_SECONDS = 5.0
+#: The mirror evidence is read again after a duplicate changed it, at most once per this many
+#: pages: ``min(500, max(1, pages // 50))`` -- counted, not timed, so verdicts never depend on
+#: how fast pages arrive; prompt on small crawls, amortised on large ones.
+_MIRROR_REFRESH_MAX = 500
 _EMPTY_KEYS = np.empty(0, dtype=np.uint64)
 
 
@@ -157,7 +159,8 @@ class NearDupDetector:
         self._mirrors: dict[str, str] = {}
         self._confirmed: set[tuple[str, str]] = set()
         self._undecided: set[tuple[str, str]] = set()
-        self._mirror_checked = (0, 0.0)
+        self._mirror_checked = 0
+        self._evidence_changed = False
         self.counts: dict[str, int] = dict.fromkeys(("pages", "unique", "exact", "near", "skipped"), 0)
         self.revisits = 0
         self.skip_reasons: dict[str, int] = {}
@@ -387,6 +390,8 @@ class NearDupDetector:
     ) -> Verdict:
         self.counts["pages"] += 1
         self.counts[match.status] += 1
+        if match.status != "unique":
+            self._evidence_changed = True
         self._refresh_mirrors()
         if match.status == "near" and len(self._examples) < _MAX_EXAMPLES and match.root in self._excerpts:
             left, right = _around_first_difference(_excerpt(self._excerpts[match.root]), _excerpt(raw))
@@ -441,17 +446,17 @@ class NearDupDetector:
         )
 
     def _refresh_mirrors(self, force: bool = False) -> None:
-        """Name mirror hosts from the store's evidence (every few pages or seconds).
+        """Name mirror hosts from the store's evidence (see ``_MIRROR_REFRESH_MAX``).
 
         A pair once confirmed stays while it would still pass at 80% of ``mirror_share`` and
         no evidence reverses its direction, so a mirror does not flip back and forth.
         """
-        pages, when = self._mirror_checked
-        now = time.monotonic()
-        recent = now - when < _MIRROR_REFRESH_SECONDS
-        if not force and self.counts["pages"] - pages < _MIRROR_REFRESH_PAGES and recent:
+        pages = self.counts["pages"]
+        interval = min(_MIRROR_REFRESH_MAX, max(1, pages // 50))
+        if not force and not (self._evidence_changed and pages - self._mirror_checked >= interval):
             return
-        self._mirror_checked = (self.counts["pages"], now)
+        self._mirror_checked = pages
+        self._evidence_changed = False
         min_pages, share = self.params.mirror_min_pages, self.params.mirror_share
         ev = self.storage.mirror_evidence()
         pairs = {(p.host, p.mirror_of): p for p in mirror_pairs(ev, min_pages, share)}
@@ -645,4 +650,3 @@ def _around_first_difference(a: str, b: str) -> tuple[str, str]:
     if start:
         start = a.rfind(" ", 0, start) + 1  # do not cut a word
     return a[start : start + _EXCERPT_CHARS], b[start : start + _EXCERPT_CHARS]
-

@@ -52,7 +52,8 @@ def build_report(
             {
                 "host": pair.host,
                 "mirror_of": pair.mirror_of,
-                "pages": pair.pages,
+                "pages": counts[pair.host].pages if pair.host in counts else 0,
+                "duplicate_pages": pair.pages,
                 "duplicate_share": pair.duplicate_share,
             }
         )

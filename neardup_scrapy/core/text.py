@@ -59,9 +59,12 @@ _SUPERSET_CODECS: Final = {
 }
 
 _local = threading.local()
-_CONTAINER_TAG_RE: Final = re.compile(
-    rb"</?(?:div|span|section|article|main|font|b|i|u|em|strong|small|big|center|blockquote|a"
-    rb"|table|tbody|tr|td|th|ul|ol|li|dl|dt|dd|form|fieldset|label|figure|q|cite|s|sub|sup)\b[^>]*>",
+#: Tags kept when a document nests deeper than libxml2 parses: the page's structure that the
+#: extractor reads (title, headings, paragraphs, main content) and the elements whose text is
+#: never visible (code, media, controls) -- every other tag is flattened to a space.
+_FLATTEN_TAG_RE: Final = re.compile(
+    rb"</?(?!(?:html|head|body|title|meta|link|main|article|h[1-6]|p|br|pre|script|style|template"
+    rb"|noscript|svg|math|iframe|object|textarea|select|option|button)\b)[a-zA-Z][^>]*>",
     re.IGNORECASE,
 )
 
@@ -182,9 +185,9 @@ def _parse(html: bytes | str, encoding: str | None, *, plain: bool) -> etree._El
         root = etree.fromstring(data, parser)
         last = parser.error_log.last_error
         if last is not None and last.type_name == "ERR_RESOURCE_LIMIT":
-            # libxml2 stops at a nesting depth of 2048 and drops the rest of the document:
-            # flatten the usual container tags and parse again.
-            root = etree.fromstring(_CONTAINER_TAG_RE.sub(b" ", data), parser)
+            # libxml2 stops at its nesting limit and drops the rest of the document: keep the
+            # tags the extractor reads, flatten the others and parse again.
+            root = etree.fromstring(_FLATTEN_TAG_RE.sub(b" ", data), parser)
     except Exception:
         return None
     if root is None or not isinstance(root.tag, str):

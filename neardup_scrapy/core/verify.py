@@ -59,9 +59,11 @@ def other_release(url_a: str, url_b: str) -> bool:
 def edited_copy(profile_a: bytes, profile_b: bytes) -> int:
     """The number of places two texts differ when one is an edited copy of the other, else -1.
 
-    A place is a maximal run of chunks of one text missing from the other; it counts as an
-    insertion or deletion when its size on the two sides differs by at least half of the larger
-    side, or when the smaller side is no more than the two chunks around an edit point.
+    A place is a maximal run of chunks of one text missing from the other. It is an insertion
+    or deletion when what it holds on the smaller side is no more than the context around the
+    edit point -- about two chunks, whose boundaries the inserted text moved -- next to the text
+    added on the larger side: ``min(a, b) <= |a - b| + 2 chunks`` with at least 2 tokens
+    added, or when the two sides differ by at least half of the larger one.
     """
     aligned = edit_regions(profile_a, profile_b)
     if aligned is None:
@@ -72,7 +74,7 @@ def edited_copy(profile_a: bytes, profile_b: bytes) -> int:
     context = 2 << level  # two average chunks
     for a, b in regions:
         grown = abs(a - b)
-        if grown * 2 < max(a, b) and not (min(a, b) <= context and grown >= 2):
+        if grown * 2 < max(a, b) and not (grown >= 2 and min(a, b) <= grown + context):
             return -1
     return len(regions)
 

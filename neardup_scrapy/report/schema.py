@@ -37,8 +37,10 @@ Top level (all keys required; unknown keys are allowed and ignored, for forward 
                                     "similarity": number 0..1 or null,
                                     "hamming": int >= 0 or null}, ...]}
                       (members are capped too; the representative comes first)
-    mirrors         list: {"host": string, "mirror_of": string, "pages": int >= 0,
-                           "duplicate_pages": int >= 0, "duplicate_share": number 0..1}
+    mirrors         list, one entry per (mirror host, origin host) pair: {"host": string,
+                           "mirror_of": string, "pages": int >= 0 (the mirror's pages),
+                           "duplicate_pages": int >= 0 (documents it shares with the origin),
+                           "duplicate_share": number 0..1 (of the mirror's documents)}
     examples        list of near-duplicate pairs with their main-text excerpts:
                       {"status": string, "similarity": number 0..1 or null,
                        "hamming": int >= 0 or null,

@@ -841,7 +841,8 @@ cdef class Extractor:
         pos = top.tstart
         for j in range(nd):
             _append_folded(&self.out, self.buf.data + pos, self.drops[2 * j] - pos)
-            bytebuf_push(&self.out, 32)
+            if self.out.len and self.out.data[self.out.len - 1] != 32:
+                bytebuf_push(&self.out, 32)
             pos = self.drops[2 * j + 1]
         _append_folded(&self.out, self.buf.data + pos, top.tend - pos)
         return 0

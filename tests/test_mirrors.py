@@ -1,0 +1,206 @@
+"""Mirror evidence and mirror pairs: counted the same in every order, decided by evidence."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections import Counter
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup_scrapy.core import NearDupDetector
+from neardup_scrapy.core.mirrors import MirrorEvidence, MirrorLedger, mirror_pairs, undecided_pairs
+
+
+def _from_scratch(
+    clusters: list[list[str]],
+) -> tuple[dict[str, int], dict[str, int], dict[str, dict[str, int]]]:
+    """The evidence's definition: documents, duplicated documents and shared documents per host."""
+    documents: Counter[str] = Counter()
+    duplicated: Counter[str] = Counter()
+    shared: dict[str, Counter[str]] = {}
+    for hosts in clusters:
+        present = set(hosts)
+        for host in present:
+            documents[host] += 1
+            if len(present) > 1:
+                duplicated[host] += 1
+            for other in present - {host}:
+                shared.setdefault(host, Counter())[other] += 1
+    return dict(documents), dict(duplicated), {h: dict(c) for h, c in shared.items()}
+
+
+events = st.lists(
+    st.tuples(
+        st.sampled_from(["new", "join", "union"]),
+        st.integers(0, 30),
+        st.integers(0, 30),
+        st.sampled_from("abcd"),
+    ),
+    max_size=120,
+)
+
+
+@given(events)
+@settings(max_examples=300, deadline=None)
+def test_ledger_equals_its_definition(steps: list[tuple[str, int, int, str]]) -> None:
+    """Whatever the sequence of new pages, joins and unions, the incremental counters equal the
+    counters recomputed from the clusters."""
+    ledger = MirrorLedger()
+    pages: list[str] = []  # host of every page id
+    parent: list[int] = []
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    for kind, a, b, host in steps:
+        if kind == "new" or not pages:
+            pages.append(host)
+            parent.append(len(parent))
+            ledger.new_document(host)
+        elif kind == "join":
+            root = find(a % len(pages))
+            pages.append(host)
+            parent.append(root)
+            ledger.join(root, pages[root], host)
+        else:
+            ra, rb = find(a % len(pages)), find(b % len(pages))
+            if ra != rb:
+                ledger.union(ra, pages[ra], rb, pages[rb])
+                parent[ra] = rb
+    clusters: dict[int, list[str]] = {}
+    for i, host in enumerate(pages):
+        clusters.setdefault(find(i), []).append(host)
+    documents, duplicated, shared = _from_scratch(list(clusters.values()))
+    ev = ledger.evidence({})
+    assert ev.documents == documents
+    assert ev.duplicated == duplicated
+    assert ev.shared == shared
+
+
+def _ev(
+    documents: dict[str, int],
+    shared: dict[tuple[str, str], int],
+    canonical: dict[tuple[str, str], int] | None = None,
+) -> MirrorEvidence:
+    duplicated: Counter[str] = Counter()
+    table: dict[str, dict[str, int]] = {}
+    for (a, b), n in shared.items():
+        table.setdefault(a, {})[b] = n
+        table.setdefault(b, {})[a] = n
+    for host, row in table.items():
+        duplicated[host] = min(documents[host], sum(row.values()))
+    canon: dict[str, dict[str, int]] = {}
+    for (a, b), n in (canonical or {}).items():
+        canon.setdefault(a, {})[b] = n
+    return MirrorEvidence(
+        pages=dict(documents),
+        documents=dict(documents),
+        duplicated=dict(duplicated),
+        shared=table,
+        canonical=canon,
+    )
+
+
+def _pairs(ev: MirrorEvidence) -> set[tuple[str, str]]:
+    return {(p.host, p.mirror_of) for p in mirror_pairs(ev, 5, 0.5)}
+
+
+def test_a_copy_of_part_of_a_site_mirrors_it() -> None:
+    ev = _ev({"origin": 400, "copy": 110}, {("origin", "copy"): 110})
+    assert _pairs(ev) == {("copy", "origin")}
+
+
+def test_an_aggregator_copies_each_origin_and_no_origin_copies_it() -> None:
+    documents = {"agg": 100, "a": 8, "b": 30, "c": 3, "d": 40}
+    ev = _ev(documents, {("agg", "a"): 8, ("agg", "b"): 30, ("agg", "c"): 3, ("agg", "d"): 20})
+    assert _pairs(ev) == {("agg", "a"), ("agg", "b"), ("agg", "d")}  # c shares too few documents
+
+
+def test_two_copies_of_one_origin_do_not_copy_each_other() -> None:
+    documents = {"origin": 300, "archive": 150, "wiki": 80}
+    shared = {("archive", "origin"): 60, ("wiki", "origin"): 60, ("archive", "wiki"): 40}
+    assert _pairs(_ev(documents, shared)) == {("archive", "origin"), ("wiki", "origin")}
+
+
+def test_a_full_mirror_needs_evidence_for_its_direction() -> None:
+    documents = {"a.example": 50, "b.example": 50}
+    shared = {("a.example", "b.example"): 50}
+    assert _pairs(_ev(documents, shared)) == set()
+    assert undecided_pairs(_ev(documents, shared), 5, 0.5) == [("a.example", "b.example")]
+    with_canonical = _ev(documents, shared, {("b.example", "a.example"): 30})
+    assert _pairs(with_canonical) == {("b.example", "a.example")}
+    assert undecided_pairs(with_canonical, 5, 0.5) == []
+
+
+def _site_pages(seed: int) -> list[tuple[str, str]]:
+    """An origin (docs site with 60 pages) and a mirror that copies 40 of them in another
+    template and names the origin in rel=canonical."""
+    rng = random.Random(seed)
+    vocab = ["".join(rng.choice("abcdefghijklmnop") for _ in range(rng.randint(3, 9))) for _ in range(2000)]
+    pages = []
+    for i in range(60):
+        words = " ".join(rng.choice(vocab) for _ in range(250))
+        title = f"Chapter {i} {vocab[i]}"
+        pages.append(
+            (
+                f"http://127.0.0.1/docs/{i}.html",
+                f"<html><head><title>{title} - Docs</title></head><body><nav>Docs home index</nav>"
+                f"<main><h1>{title}</h1><p>{words}</p></main></body></html>",
+            )
+        )
+        if i < 40:
+            pages.append(
+                (
+                    f"http://127.0.0.2/mirror/{i}",
+                    f"<html><head><title>{title} | Mirror</title>"
+                    f"<link rel='canonical' href='http://127.0.0.1/docs/{i}.html'></head><body>"
+                    f"<div class='top'>Mirror site</div>"
+                    f"<div class='text'><h1>{title}</h1><p>{words}</p></div>"
+                    "<div class='foot'>Copied with permission</div></body></html>",
+                )
+            )
+    return pages
+
+
+def test_mirror_pairs_are_the_same_in_every_order() -> None:
+    base = _site_pages(1)
+    results = set()
+    for seed in range(5):
+        pages = list(base)
+        random.Random(seed).shuffle(pages)
+        det = NearDupDetector()
+        for url, html in pages:
+            det.check(url, html)
+        report = det.report()
+        results.add(tuple((m["host"], m["mirror_of"]) for m in report["mirrors"]))
+        assert det.mirror_of("127.0.0.2") == "127.0.0.1"
+        assert det.mirror_of("127.0.0.1") is None
+    assert results == {(("127.0.0.2", "127.0.0.1"),)}
+
+
+def test_order_of_arrival_never_names_the_origin_a_mirror() -> None:
+    """Mirror pages first, origin pages after: the origin is still the origin."""
+    pages = _site_pages(2)
+    mirror_first = sorted(pages, key=lambda p: "127.0.0.1" in p[0])
+    det = NearDupDetector()
+    for url, html in mirror_first:
+        det.check(url, html)
+    assert [(m["host"], m["mirror_of"]) for m in det.report()["mirrors"]] == [("127.0.0.2", "127.0.0.1")]
+
+
+def test_evidence_is_the_same_in_every_order() -> None:
+    base = _site_pages(3)
+    seen = []
+    for perm in itertools.islice(itertools.permutations(range(3)), 3):
+        chunks = [base[i::3] for i in perm]
+        det = NearDupDetector()
+        for chunk in chunks:
+            for url, html in chunk:
+                det.check(url, html)
+        ev = det.storage.mirror_evidence()
+        seen.append((ev.documents, ev.duplicated, ev.shared))
+    assert seen[0] == seen[1] == seen[2]

@@ -1,0 +1,143 @@
+"""The near-duplicate rule (neardup_scrapy.core.verify), through the detector's public API."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from neardup_scrapy.core import NearDupDetector
+from neardup_scrapy.core.verify import other_release, release_key
+
+RNG = random.Random(4)
+VOCAB = ["".join(RNG.choice("abcdefghijklmnopqrst") for _ in range(RNG.randint(3, 9))) for _ in range(3000)]
+
+
+def words(n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return [rng.choice(VOCAB) for _ in range(n)]
+
+
+def page(heading: str, body: str, title: str | None = None) -> str:
+    return (
+        f"<html><head><title>{title or heading}</title></head><body><nav>Home Docs Blog</nav>"
+        f"<main><h1>{heading}</h1><p>{body}</p></main></body></html>"
+    )
+
+
+def check_pair(a: str, b: str, url_a: str = "http://127.0.0.1/a", url_b: str = "http://127.0.0.1/b") -> str:
+    det = NearDupDetector()
+    assert det.check(url_a, a).status == "unique"
+    verdict = det.check(url_b, b)
+    assert verdict.status == "unique" or verdict.duplicate_of == url_a
+    return verdict.status
+
+
+def test_near_identical_pages_are_near_duplicates_whatever_their_headings() -> None:
+    body = words(600, 1)
+    edited = [*body[:300], "changed", *body[301:]]
+    assert check_pair(page("Map", " ".join(body)), page("Other name", " ".join(edited))) == "near"
+
+
+def test_different_headings_make_different_documents() -> None:
+    """Generated pages for different items share most words but not their heading."""
+    body = words(300, 2)
+    a = " ".join(f"{w} Alpha" if i % 60 == 0 else w for i, w in enumerate(body))  # J ~0.85
+    b = " ".join(f"{w} Beta" if i % 60 == 0 else w for i, w in enumerate(body))
+    assert check_pair(page("Struct std::iter::Alpha", a), page("Struct std::iter::Beta", b)) == "unique"
+    # the same two texts under the same heading are one document
+    assert check_pair(page("Struct std::iter::Alpha", a), page("Struct std::iter::Alpha", b)) == "near"
+
+
+def test_a_copy_titled_with_the_originals_title_has_the_same_heading() -> None:
+    body = " ".join(words(400, 3))
+    original = page("Investors see mixed signals", body, title="Trade talks latest - News Site")
+    copy = (
+        "<html><head><title>Trade talks latest - News Site - Digest</title></head><body>"
+        f"<div class='story'><h1>Trade talks latest - News Site</h1><p>{body}</p><p>Via news site</p>"
+        "</div></body></html>"
+    )
+    assert check_pair(original, copy, url_b="http://127.0.0.2/copy") == "near"
+
+
+@pytest.mark.parametrize(("insert_at", "inserted"), [(0, 12), (60, 25), (119, 20)])
+def test_edited_copy_of_a_short_page_is_a_near_duplicate(insert_at: int, inserted: int) -> None:
+    """A dateline, notice or paragraph inserted into a short page drops J well below T."""
+    body = words(120, 5)
+    edited = body[:insert_at] + words(inserted, 6) + body[insert_at:]
+    assert check_pair(page("Short page", " ".join(body)), page("Short page", " ".join(edited))) == "near"
+
+
+def test_scattered_substitutions_are_not_an_edited_copy() -> None:
+    """Same heading, but the texts differ in many places: not an edit of one another."""
+    body = words(300, 7)
+    other = [w if i % 9 else RNG.choice(VOCAB) for i, w in enumerate(body)]
+    assert check_pair(page("Reference", " ".join(body)), page("Reference", " ".join(other))) == "unique"
+
+
+def test_two_releases_of_one_document() -> None:
+    body = words(500, 8)
+    changed = [w if i % 70 else RNG.choice(VOCAB) for i, w in enumerate(body)]  # 8 places, J ~0.85
+    a, b = page("Class Foo 2.66", " ".join(body)), page("Class Foo 2.74", " ".join(changed))
+    assert (
+        check_pair(a, b, "http://127.0.0.1/lib/2.66/foo.html", "http://127.0.0.1/lib/2.74/foo.html") == "near"
+    )
+    assert (
+        check_pair(a, b, "http://127.0.0.1/lib/2.66/foo.html", "http://127.0.0.1/lib/2.66/bar.html")
+        == "unique"
+    )
+
+
+def test_release_keys() -> None:
+    assert release_key("https://h/docs/gcc-11.3.0/manual/x.html") == ("h", "/docs/gcc-#/manual/x.html")
+    assert release_key("https://h/docs/manual/x.html") is None
+    assert other_release("https://h/v1.2/a", "https://h/v1.3/a")
+    assert not other_release("https://h/v1.2/a", "https://h/v1.2/a")
+    assert not other_release("https://h/v1.2/a", "https://other/v1.3/a")
+    assert not other_release("https://h/v1.2/a", "https://h/v1.3/b")
+
+
+def test_near_verdict_similarity_and_reason() -> None:
+    det = NearDupDetector()
+    body = words(120, 9)
+    det.check("http://127.0.0.1/a", page("Note", " ".join(body)))
+    verdict = det.check("http://127.0.0.1/b", page("Note", " ".join(body[:60] + words(25, 10) + body[60:])))
+    assert verdict.status == "near"
+    assert verdict.similarity is not None and verdict.similarity < det.params.threshold
+    assert "edited copy" in verdict.reason
+
+
+def test_short_pages_match_only_exactly() -> None:
+    det = NearDupDetector(min_tokens=10)
+    det.check("http://127.0.0.1/a", page("T", "one two three four"))
+    assert det.check("http://127.0.0.1/b", page("T", "one two three five")).status == "unique"
+    assert det.check("http://127.0.0.1/c", page("T", "one two three four")).status == "exact"
+
+
+def test_a_url_checked_again_is_not_its_own_duplicate() -> None:
+    det = NearDupDetector()
+    html = page("Once", " ".join(words(200, 11)))
+    first = det.check("http://127.0.0.1/a", html)
+    again = det.check("http://127.0.0.1/a", html)
+    assert first.status == again.status == "unique"
+    assert again.reason == "this url was checked before"
+    assert det.revisits == 1
+    copy = det.check("http://127.0.0.2/a", html)
+    assert copy.status == "exact"
+    assert det.check("http://127.0.0.2/a", html).status == "exact"  # reported as it was
+    report = det.report()
+    assert report["totals"]["pages"] == 2
+    assert [m["url"] for m in report["clusters"][0]["members"]] == [
+        "http://127.0.0.1/a",
+        "http://127.0.0.2/a",
+    ]
+
+
+def test_simhash_mode_decides_by_hamming_distance() -> None:
+    det = NearDupDetector(algorithm="simhash")
+    body = words(800, 12)
+    det.check("http://127.0.0.1/a", page("Long", " ".join(body)))
+    edited = [*body[:400], "x", *body[401:]]
+    verdict = det.check("http://127.0.0.1/b", page("Long", " ".join(edited)))
+    assert verdict.status == "near"
+    assert verdict.hamming is not None and verdict.hamming <= det.params.simhash_distance
