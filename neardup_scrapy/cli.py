@@ -139,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     scan.add_argument("--num-perm", type=int, default=128, metavar="N", help="MinHash permutations (128)")
     scan.add_argument("--shingle-size", type=int, default=5, metavar="N", help="words per shingle (5)")
     scan.add_argument(
-        "--min-tokens", type=int, default=20, metavar="N", help="shorter pages are matched exactly only (20)"
+        "--min-tokens", type=int, default=10, metavar="N", help="shorter pages are matched exactly only (10)"
     )
     scan.add_argument(
         "--simhash-distance",

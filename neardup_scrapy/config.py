@@ -37,12 +37,14 @@ PARAM_SETTINGS = {
     "scope": "NEARDUP_SCOPE",
     "max_text_chars": "NEARDUP_MAX_TEXT_CHARS",
     "mask_digits": "NEARDUP_MASK_DIGITS",
+    "mask_dates": "NEARDUP_MASK_DATES",
     "seed": "NEARDUP_SEED",
     "bands": "NEARDUP_LSH_BANDS",
     "rows": "NEARDUP_LSH_ROWS",
     "mirror_min_pages": "NEARDUP_MIRROR_MIN_PAGES",
     "mirror_share": "NEARDUP_MIRROR_SHARE",
     "ttl": "NEARDUP_TTL",
+    "timeout": "NEARDUP_TIMEOUT",
 }
 
 DEFAULT_MAX_BODY_BYTES = 10_000_000
@@ -218,23 +220,30 @@ class _Reader:
 
 
 def _params(read: _Reader) -> DetectorParams:
+    default = DetectorParams()  # one source of truth for every default
     fields: dict[str, Any] = {
-        "threshold": read.get_float("NEARDUP_THRESHOLD", 0.8, "a number in (0, 1]"),
-        "algorithm": read.choice("NEARDUP_ALGORITHM", "both", ("both", "minhash", "simhash")),
-        "num_perm": read.get_int("NEARDUP_NUM_PERM", 128, "an integer 16..1024"),
-        "shingle_size": read.get_int("NEARDUP_SHINGLE_SIZE", 5, "an integer 1..32"),
-        "shingle_kind": read.choice("NEARDUP_SHINGLE_KIND", "word", ("word", "char")),
-        "simhash_distance": read.get_int("NEARDUP_SIMHASH_DISTANCE", 3, "an integer 0..8"),
-        "min_tokens": read.get_int("NEARDUP_MIN_TOKENS", 20, "an integer >= 0"),
-        "scope": read.choice("NEARDUP_SCOPE", "global", ("global", "host")),
-        "max_text_chars": read.get_int("NEARDUP_MAX_TEXT_CHARS", 500_000, "an integer >= 100"),
-        "mask_digits": read.get_bool("NEARDUP_MASK_DIGITS", True),
-        "seed": read.get_int("NEARDUP_SEED", 1, "an integer 0..2**32-1"),
+        "threshold": read.get_float("NEARDUP_THRESHOLD", default.threshold, "a number in (0, 1]"),
+        "algorithm": read.choice("NEARDUP_ALGORITHM", default.algorithm, ("both", "minhash", "simhash")),
+        "num_perm": read.get_int("NEARDUP_NUM_PERM", default.num_perm, "an integer 16..1024"),
+        "shingle_size": read.get_int("NEARDUP_SHINGLE_SIZE", default.shingle_size, "an integer 1..32"),
+        "shingle_kind": read.choice("NEARDUP_SHINGLE_KIND", default.shingle_kind, ("word", "char")),
+        "simhash_distance": read.get_int(
+            "NEARDUP_SIMHASH_DISTANCE", default.simhash_distance, "an integer 0..8"
+        ),
+        "min_tokens": read.get_int("NEARDUP_MIN_TOKENS", default.min_tokens, "an integer >= 0"),
+        "scope": read.choice("NEARDUP_SCOPE", default.scope, ("global", "host")),
+        "max_text_chars": read.get_int("NEARDUP_MAX_TEXT_CHARS", default.max_text_chars, "an integer >= 100"),
+        "mask_digits": read.get_bool("NEARDUP_MASK_DIGITS", default.mask_digits),
+        "mask_dates": read.get_bool("NEARDUP_MASK_DATES", default.mask_dates),
+        "seed": read.get_int("NEARDUP_SEED", default.seed, "an integer 0..2**32-1"),
         "bands": read.get_int("NEARDUP_LSH_BANDS", 0, "an integer >= 0 (0: chosen from the threshold)", 0),
         "rows": read.get_int("NEARDUP_LSH_ROWS", 0, "an integer >= 0 (0: chosen from the threshold)", 0),
-        "mirror_min_pages": read.get_int("NEARDUP_MIRROR_MIN_PAGES", 3, "an integer >= 1"),
-        "mirror_share": read.get_float("NEARDUP_MIRROR_SHARE", 0.5, "a number in (0, 1]"),
+        "mirror_min_pages": read.get_int(
+            "NEARDUP_MIRROR_MIN_PAGES", default.mirror_min_pages, "an integer >= 1"
+        ),
+        "mirror_share": read.get_float("NEARDUP_MIRROR_SHARE", default.mirror_share, "a number in (0, 1]"),
         "ttl": read.optional_float("NEARDUP_TTL", "a positive number of seconds or None"),
+        "timeout": read.get_float("NEARDUP_TIMEOUT", default.timeout, "a number of seconds in (0, 600]"),
     }
     try:
         return DetectorParams(**fields)

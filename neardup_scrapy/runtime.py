@@ -198,7 +198,10 @@ class NeardupRuntime:
 
                 storage = open_storage(config.storage, ttl=config.params.ttl, **self._store_options(items))
             return NearDupDetector.from_params(
-                config.params, storage=storage, keep_excerpts=0 if items else config.keep_excerpts
+                config.params,
+                storage=storage,
+                keep_excerpts=0 if items else config.keep_excerpts,
+                url_identity=not items,  # the items of one page share its url
             )
         except Exception as exc:
             raise self._open_error("item index" if items else "index", exc) from exc

@@ -35,12 +35,18 @@ class Page:
         return gzip.compress(data, mtime=0) if self.gzip else data
 
 
-def html_page(title: str, paragraphs: list[str], links: list[str] = (), extra: str = "") -> str:  # type: ignore[assignment]
+def html_page(
+    title: str,
+    paragraphs: list[str],
+    links: list[str] = (),  # type: ignore[assignment]
+    extra: str = "",
+    head: str = "",
+) -> str:
     """A small article page with a header, navigation and footer around the paragraphs."""
     nav = "".join(f'<li><a href="{href}">{href}</a></li>' for href in links)
     body = "".join(f"<p>{p}</p>" for p in paragraphs)
     return (
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title></head><body>"
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title>{head}</head><body>"
         f"<header><a href='/'>Home</a></header><nav><ul>{nav}</ul></nav>"
         f"<main><article><h1>{title}</h1>{body}</article></main>{extra}"
         "<footer><p>Footer text of the test site.</p></footer></body></html>"

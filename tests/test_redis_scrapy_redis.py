@@ -32,7 +32,9 @@ def two_host_site(groups: int, base: str) -> tuple[Site, Site]:
             first.add(f"/a/{group}", html_page(f"Article {group}", paragraphs, links=[f"{base}/m/{group}"]))
             links.append(f"/a/{group}")
         else:
-            second.add(f"/m/{group}", html_page(f"Mirror {group}", paragraphs, extra="<aside>mirror</aside>"))
+            # a mirror copies the article, title included, into its own template
+            mirrored = html_page(f"Article {group}", paragraphs, extra="<aside>mirror</aside>")
+            second.add(f"/m/{group}", mirrored)
     first.add("/", html_page("Index", ["The index of the test site."], links=links))
     return first, second
 

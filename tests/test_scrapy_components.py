@@ -238,10 +238,11 @@ def test_drop_mode_raises_duplicate_page() -> None:
 
 
 def confirm_mirror(env: Env) -> None:
-    """b.test copies three pages of a.test: it becomes a mirror (min 3 pages, share 0.5)."""
-    for seed in range(3):
+    """b.test copies five of a.test's seven pages: it becomes its mirror (5 shared documents, the
+    default minimum; a.test is the origin, having pages b.test lacks)."""
+    for seed in range(7):
         env.fetch(html_response(f"http://a.test/{seed}", page(seed)))
-    for seed in range(3):
+    for seed in range(5):
         response = env.fetch(html_response(f"http://b.test/{seed}", page(seed)))
     assert response.meta["neardup"]["mirror_of"] == "a.test"
     assert env.stat("neardup/mirror_hosts") == 1

@@ -31,11 +31,17 @@ class Sites:
 ARTICLES = {f"/news/{n}": n for n in range(1, 7)}
 
 
-def _populate(site: Site, mirror_url: str | None) -> None:
+def _populate(site: Site, mirror_url: str | None, canonical_base: str = "") -> None:
+    """The pages of one host; a mirror names the origin's pages as canonical (``canonical_base``),
+    the evidence that tells which of two hosts serving the same pages is the copy."""
+
+    def canonical(path: str) -> str:
+        return f"<link rel='canonical' href='{canonical_base}{path}'>" if canonical_base else ""
+
     links = [*ARTICLES, "/news/1-copy", "/news/2?sid=8f3a9", "/print/3", "/feed.xml", "/logo.png", "/more"]
-    site.add("/", html_page("Front page", ["Latest news from the harbour town."], links))
+    site.add("/", html_page("Front page", ["Latest news from the harbour town."], links, head=canonical("/")))
     for path, seed in ARTICLES.items():
-        site.add(path, html_page(f"Story {seed}", article(seed, 300), ["/", "/news/1"]))
+        site.add(path, html_page(f"Story {seed}", article(seed, 300), ["/", "/news/1"], head=canonical(path)))
     # An exact copy under another url that links to a page nothing else links to.
     site.add("/news/1-copy", html_page("Story 1", article(1, 300), ["/", "/only-from-copy"]))
     site.add("/only-from-copy", html_page("Hidden", article(99, 300)))
@@ -58,7 +64,7 @@ def sites() -> Iterator[Sites]:
     a, b = Site(), Site()
     with serve({"127.0.0.1": a, "127.0.0.2": b}) as urls:
         _populate(a, urls["127.0.0.2"] + "/")
-        _populate(b, urls["127.0.0.2"] + "/")
+        _populate(b, urls["127.0.0.2"] + "/", canonical_base=urls["127.0.0.1"])
         yield Sites(a, b, urls["127.0.0.1"], urls["127.0.0.2"])
 
 

@@ -103,5 +103,5 @@ def test_crawl_verdicts_equal_direct_scan(eval_dev: Path, tmp_path: Path, worker
     crawl_score = score(eval_dev, predictions(crawled, eval_urls, back), tmp_path / "crawl.json")
     scan_score = score(eval_dev, predictions(scanned_list, eval_urls, back), tmp_path / "scan.json")
     assert crawl_score["source_pairs"] == scan_score["source_pairs"]
-    assert crawl_score["source_pairs"]["f1"] > 0.8
+    assert crawl_score["source_pairs"]["f1"] >= 0.97
     print(f"eval-dev F1 vs source truth, crawl ({worker}) = scan = {crawl_score['source_pairs']['f1']:.4f}")

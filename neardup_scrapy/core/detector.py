@@ -95,6 +95,8 @@ class NearDupDetector:
             their first difference. 0 keeps none.
         repeat_cache: bodies whose sketch is remembered, so a byte-identical body is not parsed
             again (0 disables).
+        url_identity: a url checked again is the same page, reported as before and indexed
+            once (default). Off for item indexes, where several items of one page share its url.
         **params: any other :class:`DetectorParams` field (``num_perm``, ``shingle_size``, ...).
 
     Raises:
@@ -111,6 +113,7 @@ class NearDupDetector:
         storage: IndexStorage | str | None = None,
         keep_excerpts: int = 2000,
         repeat_cache: int = 2048,
+        url_identity: bool = True,
         **params: Any,
     ) -> None:
         self._init(
@@ -118,6 +121,7 @@ class NearDupDetector:
             storage,
             keep_excerpts,
             repeat_cache,
+            url_identity,
         )
 
     @classmethod
@@ -127,10 +131,11 @@ class NearDupDetector:
         storage: IndexStorage | str | None = None,
         keep_excerpts: int = 2000,
         repeat_cache: int = 2048,
+        url_identity: bool = True,
     ) -> NearDupDetector:
         """Build a detector from an existing :class:`DetectorParams`."""
         detector = cls.__new__(cls)
-        detector._init(params, storage, keep_excerpts, repeat_cache)
+        detector._init(params, storage, keep_excerpts, repeat_cache, url_identity)
         return detector
 
     def _init(
@@ -139,8 +144,10 @@ class NearDupDetector:
         storage: IndexStorage | str | None,
         keep_excerpts: int,
         repeat_cache: int,
+        url_identity: bool = True,
     ) -> None:
         self.params = params
+        self._url_identity = url_identity
         self._analyzer = PageAnalyzer(params)
         self._rule = PairRule(params)
         self._repeats = RepeatCache(repeat_cache, params.seed)
@@ -306,9 +313,13 @@ class NearDupDetector:
             return sketch.keys[: 1 + sketch.bands]
         return np.concatenate([sketch.exact_key, sketch.simhash_keys])
 
+    def _keys(self, url: str, sketch: Sketch) -> np.ndarray[Any, np.dtype[np.uint64]]:
+        """Lookup keys: the content keys, then (with url identity) the url's own key."""
+        content = self._lookup_keys(sketch)
+        return np.append(content, url_key(url, self.params.seed)) if self._url_identity else content
+
     def _check_sketch(self, url: str, host: str, sketch: Sketch, raw: str, nbytes: int) -> Verdict:
-        content_keys = self._lookup_keys(sketch)
-        keys = np.append(content_keys, url_key(url, self.params.seed))
+        keys = self._keys(url, sketch)
         exact_only = sketch.tokens < self.params.min_tokens
         lookup_or_insert: LookupOrInsert | None = getattr(self.storage, "lookup_or_insert", None)
         for _attempt in range(_MAX_COMMIT_ATTEMPTS):
@@ -349,8 +360,8 @@ class NearDupDetector:
         computed. Exact duplicates add only their url key: they are found through their root.
         """
         if keys is None:
-            keys = np.append(self._lookup_keys(sketch), url_key(url, self.params.seed))
-        commit_keys = keys[-1:] if match.status == "exact" else keys
+            keys = self._keys(url, sketch)
+        commit_keys = keys[len(keys) - self._url_identity :] if match.status == "exact" else keys
         record = DocRecord(
             url=url,
             host=host,
@@ -504,7 +515,7 @@ class NearDupDetector:
         known = _Rows(self.storage, sketch, batch, sims, dists)
 
         for i, other in enumerate(batch.urls):
-            if other == url and alive[i]:
+            if other == url and alive[i] and self._url_identity:
                 rep = known.find(roots[i])
                 return _Match(
                     "revisit",
