@@ -18,7 +18,6 @@ from neardup_scrapy.core.multimap import KeyMultimap
 
 from .base import (
     STATUS_CODES,
-    STATUS_NAMES,
     Commit,
     CommitResult,
     DocBatch,
@@ -26,6 +25,7 @@ from .base import (
     I64Array,
     U64Array,
 )
+from .members import cluster_member
 
 
 class MemoryStorage:
@@ -184,12 +184,9 @@ class MemoryStorage:
             rows = []
             for m in members[:max_members].tolist():
                 rows.append(
-                    {
-                        "url": self._urls[m],
-                        "status": "unique" if m == root else STATUS_NAMES[int(status[m])],
-                        "similarity": None if m == root else round(float(similarity[m]), 4),
-                        "hamming": None if m == root else int(hamming[m]),
-                    }
+                    cluster_member(
+                        self._urls[m], status[m], similarity[m], hamming[m], representative=m == root
+                    )
                 )
             out.append(
                 {

@@ -46,7 +46,6 @@ from neardup_scrapy.core.hashing import mix64
 
 from .base import (
     STATUS_CODES,
-    STATUS_NAMES,
     Commit,
     CommitResult,
     DocBatch,
@@ -57,6 +56,7 @@ from .base import (
     U64Array,
     compare_parameters,
 )
+from .members import cluster_member
 
 logger = logging.getLogger(__name__)
 
@@ -153,14 +153,10 @@ def summarize_clusters(
         info = dict(zip(wanted, describe(wanted), strict=True))
         members = []
         for row, doc in zip(listed[:max_members].tolist(), listed_ids[:max_members], strict=True):
-            rep = doc == root
             members.append(
-                {
-                    "url": info[doc][0],
-                    "status": "unique" if rep else STATUS_NAMES.get(int(status[row]), "near"),
-                    "similarity": None if rep else round(float(similarity[row]), 4),
-                    "hamming": None if rep else int(hamming[row]),
-                }
+                cluster_member(
+                    info[doc][0], status[row], similarity[row], hamming[row], representative=doc == root
+                )
             )
         root_url = info[root][0] if root in info else (members[0]["url"] if members else "")
         out.append(
