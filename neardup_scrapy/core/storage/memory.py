@@ -26,6 +26,7 @@ from .base import (
     U64Array,
 )
 from .members import cluster_member
+from .unionfind import all_roots, find_root
 
 
 class MemoryStorage:
@@ -216,22 +217,13 @@ class MemoryStorage:
 
     # -- union-find ----------------------------------------------------------------------------
     def _find(self, doc_id: int) -> int:
-        parents = self._parents
-        root = doc_id
-        while (parent := int(parents[root])) != root:
-            root = parent
-        while (parent := int(parents[doc_id])) != root:  # path compression
-            parents[doc_id] = root
-            doc_id = parent
-        return root
+        return find_root(self._parents, doc_id, len(self._parents))
 
     def _all_roots(self) -> I64Array:
-        parents = self._parents.all().astype(np.int64)
-        while True:
-            grand = parents[parents]
-            if np.array_equal(grand, parents):
-                return parents
-            parents = grand
+        roots, broken = all_roots(self._parents.all())
+        for root in broken:
+            self._parents[root] = root
+        return roots
 
     def _host_id(self, host: str) -> int:
         host_id = self._hosts.get(host)
