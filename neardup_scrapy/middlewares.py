@@ -118,7 +118,6 @@ class NeardupDownloaderMiddleware:
         self.crawler = crawler
         self.runtime = NeardupRuntime.of(crawler)
         self.config = self.runtime.config
-        self._unexpected_logged = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -146,8 +145,7 @@ class NeardupDownloaderMiddleware:
         try:
             outcome = self._check(request, response)
         except Exception as exc:  # a bug must not lose the page
-            self._unexpected(response, exc)
-            return response
+            return self._unexpected(request, response, exc)
         if outcome is None:
             return response
         if isinstance(outcome, Deferred):
@@ -158,8 +156,7 @@ class NeardupDownloaderMiddleware:
         try:
             verdict = await maybe_deferred_to_future(outcome)
         except Exception as exc:
-            self._unexpected(response, exc)
-            return response
+            return self._unexpected(request, response, exc)
         return self._apply(request, response, verdict)
 
     def _apply(self, request: Request, response: Response, verdict: Verdict) -> Response:
@@ -172,13 +169,11 @@ class NeardupDownloaderMiddleware:
                 raise DuplicatePage(verdict)
         return response
 
-    def _unexpected(self, response: Response, exc: BaseException) -> None:
-        stats = self.runtime.stats
-        for key in ("neardup/pages", "neardup/skipped", "neardup/skipped/error"):
-            stats.inc_value(key)
-        if not self._unexpected_logged:
-            self._unexpected_logged = True
-            logger.warning("neardup: could not check %s: %r", response.url, exc, exc_info=exc)
+    def _unexpected(self, request: Request, response: Response, exc: BaseException) -> Response:
+        """The page passes, tagged ``skipped`` (reason ``error``); counted and logged by the runtime."""
+        verdict = self.runtime.unexpected(response.url, exc)
+        request.meta[META_KEY] = verdict.to_dict()
+        return response
 
     def _check(self, request: Request, response: Response) -> Verdict | Deferred[Verdict] | None:
         """The verdict (or its Deferred) for a response; ``None`` when it passes untouched."""

@@ -35,7 +35,7 @@ from neardup_scrapy.core import NearDupDetector
 from neardup_scrapy.report.schema import validate_report
 from neardup_scrapy.runtime import NeardupRuntime
 from neardup_scrapy.signals import duplicate_found
-from neardup_scrapy.worker import DetectorWorker, WorkerError
+from neardup_scrapy.worker import DetectorWorker, WorkerCallError, WorkerError
 
 TAG_KEYS = {"status", "duplicate_of", "similarity", "hamming", "cluster", "mirror_of"}
 
@@ -465,7 +465,7 @@ def test_worker_gives_the_inline_verdicts(use_reactor: bool) -> None:
         assert [v.to_dict() for v in remote] == [v.to_dict() for v in local]
         report = worker.call_sync("report", {"dropped": 0, "storage_errors": 0}, 30)
         assert report["totals"]["pages"] == 6
-        with pytest.raises(WorkerError, match="unknown call"):
+        with pytest.raises(WorkerCallError, match="unknown call"):  # a bug, not a store failure
             worker.call_sync("explode", None, 30)
     finally:
         worker.stop()
