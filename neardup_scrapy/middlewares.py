@@ -29,6 +29,7 @@ from twisted.internet.defer import Deferred
 
 from .core import Verdict
 from .core.hosts import host_of
+from .pages import response_text, selector_tree
 from .runtime import NeardupRuntime
 
 if TYPE_CHECKING:
@@ -190,19 +191,11 @@ class NeardupDownloaderMiddleware:
         body = response.body
         if self.config.max_body_bytes and len(body) > self.config.max_body_bytes:
             return self.runtime.skip(url, "too large")
-        return self.runtime.check_page(url, body, response.encoding, lambda: self._tree(response))
-
-    @staticmethod
-    def _tree(response: HtmlResponse) -> Any:
-        """The lxml tree behind ``response.selector`` (parsed once, cached by Scrapy), if any."""
-        try:
-            selector = response.selector
-            if getattr(selector, "type", "html") != "html":
-                return None
-            return selector.root
-        except Exception as exc:
-            logger.debug("neardup: no selector for %s (%r); reading the body instead", response.url, exc)
-            return None
+        # Both modes read the text Scrapy decoded (and the tree it parses from it), so inline and
+        # worker verdicts agree for every encoding.
+        return self.runtime.check_page(
+            url, response_text(response), len(body), lambda: selector_tree(response)
+        )
 
 
 class NeardupSpiderMiddleware:

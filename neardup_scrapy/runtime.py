@@ -324,28 +324,29 @@ class NeardupRuntime:
 
     # -- checking --------------------------------------------------------------------------------
     def check_page(
-        self, url: str, body: bytes, encoding: str | None, tree: Callable[[], Any]
+        self, url: str, text: str, nbytes: int, tree: Callable[[], Any]
     ) -> Verdict | Deferred[Verdict]:
         """Check an HTML page; never raises or fails (see the module docstring).
 
         Args:
             url: the page's url.
-            body: its (decompressed) body.
-            encoding: its encoding as Scrapy decided it.
-            tree: returns the page's parsed lxml tree (or ``None``); used inline only.
+            text: its body as Scrapy decoded it (:func:`neardup_scrapy.pages.response_text`).
+            nbytes: the size of its (decompressed) body.
+            tree: returns the lxml tree Scrapy parsed from ``text`` (or ``None``); inline only.
+                The worker builds the same tree from ``text`` (:func:`neardup_scrapy.pages.html_tree`).
 
         Returns:
             The verdict inline; with a worker process, a Deferred that fires with it.
         """
         if self.worker is not None:
-            return self._check_in_worker((url, body, encoding, len(body)))
+            return self._check_in_worker((url, text, None, nbytes))
         try:
             root = tree()
         except Exception:
             root = None
         if root is None:
-            return self.check(url, html=body, encoding=encoding, nbytes=len(body))
-        return self.check(url, html=body, tree=root, encoding=encoding, nbytes=len(body))
+            return self.check(url, html=text, nbytes=nbytes)
+        return self.check(url, html=text, tree=root, nbytes=nbytes)
 
     def check(
         self,

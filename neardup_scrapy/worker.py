@@ -597,6 +597,14 @@ def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
 
 
 def _check(detector: Any, url: str, html: bytes | str, encoding: str | None, nbytes: int) -> Any:
+    """Check one page; a ``str`` body is the text Scrapy decoded, read like the inline mode does."""
+    if isinstance(html, str):
+        from .pages import html_tree
+
+        tree = html_tree(html)
+        if tree is not None:
+            return detector.check(url, html, tree=tree, nbytes=nbytes)
+        return detector.check(url, html, nbytes=nbytes)
     return detector.check(url, html, encoding=encoding, nbytes=nbytes)
 
 

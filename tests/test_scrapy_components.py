@@ -122,8 +122,8 @@ def test_reuses_the_selector_tree(env: Env, monkeypatch: pytest.MonkeyPatch) -> 
 
     monkeypatch.setattr(detector, "check", spy)
     env.fetch(response)
-    # the body only keys the repeat cache; the text comes from Scrapy's tree
-    assert seen == [(response.body, response.selector.root)]
+    # the decoded body only keys the repeat cache; the text comes from Scrapy's tree
+    assert seen == [(response.text, response.selector.root)]
 
 
 def test_near_duplicate_with_edits(env: Env) -> None:

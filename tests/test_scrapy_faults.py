@@ -1,4 +1,4 @@
-"""Crawls that meet faults: a worker killed twice.
+"""Crawls that meet faults: a worker killed twice, bodies the two checking modes could read apart.
 
 Real Scrapy crawls (own process) against local servers on 127.0.0.1.
 """
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from e2e_crawl import CrawlResult, run_crawl
-from e2e_server import Site, article, html_page, serve
+from e2e_server import Page, Site, article, html_page, serve
 
 from neardup_scrapy.report.schema import validate_report
 
@@ -117,3 +117,42 @@ def test_killed_worker_with_the_memory_index_says_what_is_lost(site: str, tmp_pa
     assert "the 6 page(s) it checked are forgotten" in result.log
     assert "the 3 page(s) it checked are forgotten" in result.log
     check_report(result, tmp_path, pages=3)  # the report covers the pages of the last worker
+
+
+# -- both modes read a page alike ----------------------------------------------------------------
+def _encoding_site() -> Site:
+    story = html_page("Größe", article(11, 300))
+    nul = html_page("Nul", article(12, 300)).replace("harbour", "har\x00bour")
+    return Site(
+        {
+            # UTF-16 without a byte-order mark, named by the header only
+            "/utf16": Page(story.encode("utf-16-le"), content_type="text/html; charset=utf-16-le"),
+            "/utf8": Page(story),
+            "/nul": Page(nul),  # NUL characters inside words
+            "/nul-free": Page(html_page("Nul", article(12, 300))),
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def encoding_site() -> Iterator[str]:
+    with serve({"127.0.0.1": _encoding_site()}) as urls:
+        yield urls["127.0.0.1"]
+
+
+def test_worker_and_inline_modes_read_bodies_alike(encoding_site: str, tmp_path: Path) -> None:
+    paths = ["/utf16", "/utf8", "/nul", "/nul-free"]
+    urls_file = tmp_path / "urls.json"
+    urls_file.write_text(json.dumps([[i, encoding_site + p] for i, p in enumerate(paths)]))
+    tags: dict[str, list[dict[str, Any]]] = {}
+    for mode in ("inline", "process"):
+        result = run_crawl(
+            "ListSpider", settings={**ORDERED, "NEARDUP_WORKER": mode}, urls_file=str(urls_file)
+        )
+        assert result.returncode == 0, result.log[-3000:]
+        tags[mode] = [item["neardup"] for item in sorted(result.items, key=lambda item: item["index"])]
+    assert tags["process"] == tags["inline"]
+    utf16, utf8, nul, nul_free = tags["inline"]
+    assert utf16["status"] == "unique" and utf8["status"] == "exact"
+    assert utf8["duplicate_of"] == encoding_site + "/utf16"
+    assert nul["status"] == "unique" and nul_free["status"] in ("exact", "near")

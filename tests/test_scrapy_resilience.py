@@ -181,3 +181,25 @@ def test_logs_never_print_passwords(caplog: pytest.LogCaptureFixture) -> None:
         assert "s3cret" not in text and "hunter2" not in text and "pa55" not in text
     finally:
         env.close()
+
+
+# -- both modes read a page alike ----------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        (page(1).encode("utf-16-le"), "text/html; charset=utf-16-le"),  # no byte-order mark
+        (page(2).replace("harbour", "har\x00bour").encode(), "text/html; charset=utf-8"),
+        (("<div>" * 3000 + "deep text" + "</div>" * 3000).encode(), "text/html"),
+        (b"", "text/html"),
+        (b"\xff\xfe\x00garbage\x80", "text/html; charset=x-unknown"),
+    ],
+)
+def test_worker_tree_is_scrapys_tree(body: bytes, content_type: str) -> None:
+    from lxml import etree
+
+    from neardup_scrapy.pages import html_tree, response_text, selector_tree
+
+    response = html_response("http://a.test/1", body, headers={"Content-Type": content_type})
+    scrapy_tree = selector_tree(response)  # what the inline mode reads
+    worker_tree = html_tree(response_text(response))  # what the worker builds from the text it gets
+    assert etree.tostring(worker_tree) == etree.tostring(scrapy_tree)
