@@ -306,9 +306,9 @@ class NeardupRuntime:
             logger.info("neardup: the new worker process has opened the index; pages are checked again")
         else:
             logger.warning(
-                "neardup: the new worker process cannot open the index (%s); next try in %.0f s",
+                "neardup: the new worker process cannot open the index (%s); another one is started "
+                "at a later page",
                 result,
-                self._restart_delay or 1.0,
             )
 
     @property

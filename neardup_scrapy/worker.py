@@ -506,6 +506,9 @@ def _open(
     return NearDupDetector.from_params(params, storage=store, keep_excerpts=keep_excerpts)
 
 
+_IDLE = object()  # what _FrameReader.read returns after an idle spell
+
+
 class _FrameReader:
     """Child side: reads frames from the input pipe, and tells when it has been idle a while."""
 
@@ -538,9 +541,6 @@ class _FrameReader:
             if not data:
                 raise EOFError
             self._buf += data
-
-
-_IDLE = object()
 
 
 def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:

@@ -13,6 +13,7 @@ import pytest
 from e2e_crawl import ensure_reactor
 from e2e_server import article
 from test_scrapy_components import Env, html_response, page, tagged
+from test_storage_support import have_redis_server, private_redis
 
 from neardup_scrapy import NeardupExtension, NeardupPipeline, NeardupStorageError
 from neardup_scrapy.core import NearDupDetector
@@ -166,6 +167,28 @@ def test_damaged_disk_index_stops_start_up(tmp_path: Path) -> None:
     with pytest.raises(NeardupStorageError, match="is damaged"):
         Env(NEARDUP_STORAGE="disk", NEARDUP_DISK_PATH=str(path))
     assert os.path.exists(path)
+
+
+@pytest.mark.skipif(not have_redis_server(), reason="redis-server binary not installed")
+def test_redis_restarted_without_persistence(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with private_redis(tmp_path) as server:
+        env = Env(NEARDUP_STORAGE="redis", NEARDUP_REDIS_URL=server.url, NEARDUP_REDIS_PREFIX="crawl")
+        try:
+            with caplog.at_level(logging.WARNING):
+                before = [tagged(env, f"http://a.test/{i}", i).meta["neardup"]["status"] for i in range(3)]
+                server.kill()
+                down = tagged(env, "http://a.test/3", 3).meta["neardup"]["status"]  # retried, then passed
+                server.start()  # empty: no persistence
+                time.sleep(5.2)  # the store's cooldown after a failed page
+                after = tagged(env, "http://a.test/4", 4).meta["neardup"]["status"]
+                copy = tagged(env, "http://b.test/4", 4).meta["neardup"]
+            assert before == ["unique"] * 3 and down == "skipped" and after == "unique"
+            assert copy["status"] == "exact" and copy["duplicate_of"] == "http://a.test/4"
+            assert warnings(caplog, "checking is off") and warnings(caplog, "vanished")
+            resumed = warnings(caplog, "store answers again")
+            assert len(resumed) == 1 and "after 1 page(s)" in resumed[0]
+        finally:
+            env.close()
 
 
 # -- credentials ---------------------------------------------------------------------------------
