@@ -317,6 +317,7 @@ class DetectorWorker:
         else:
             with contextlib.suppress(OSError):
                 self._flush_blocking()
+            with contextlib.suppress(OSError):  # also when the flush met a dead worker
                 self._stdin.close()
         try:
             self._proc.wait(timeout)

@@ -129,19 +129,6 @@ def test_pipeline_never_loses_an_item(tmp_path: Path, caplog: pytest.LogCaptureF
 
 
 # -- no silent degradation -----------------------------------------------------------------------
-def test_checking_off_and_on_again_are_warnings(caplog: pytest.LogCaptureFixture) -> None:
-    env = Env(NEARDUP_STORAGE="e2e_spiders.FailingStorage", NEARDUP_REDIS_PREFIX="fail-between-2-5")
-    try:
-        with caplog.at_level(logging.DEBUG):
-            statuses = [tagged(env, f"http://a.test/{i}", i).meta["neardup"]["status"] for i in range(7)]
-        assert statuses == ["unique", "skipped", "skipped", "skipped", "unique", "unique", "unique"]
-        assert len(warnings(caplog, "checking is off")) == 1
-        resumed = warnings(caplog, "store answers again")
-        assert len(resumed) == 1 and "after 3 page(s)" in resumed[0]
-    finally:
-        env.close()
-
-
 def test_a_long_outage_is_recalled(caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("neardup_scrapy.runtime.STILL_FAILING_EVERY", 0.0)
     env = Env(NEARDUP_STORAGE="e2e_spiders.FailingStorage", NEARDUP_REDIS_PREFIX="fail-after-0")
