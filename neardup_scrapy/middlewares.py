@@ -29,6 +29,7 @@ from twisted.internet.defer import Deferred
 
 from .core import Verdict
 from .core.hosts import host_of
+from .core.urls import redact_url
 from .pages import response_text, selector_tree
 from .runtime import NeardupRuntime
 
@@ -63,7 +64,10 @@ class DuplicatePage(IgnoreRequest):
 
     def __init__(self, verdict: Verdict) -> None:
         self.verdict = verdict
-        super().__init__(f"neardup: {verdict.url} is a {verdict.status} duplicate of {verdict.duplicate_of}")
+        super().__init__(
+            f"neardup: {redact_url(verdict.url)} is a {verdict.status} duplicate of "
+            f"{redact_url(verdict.duplicate_of or '')}"
+        )
 
 
 class MirrorHostRequest(IgnoreRequest):

@@ -21,6 +21,7 @@ from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem, NotConfigured
 
 from .core import Verdict
+from .core.urls import redact_url
 from .middlewares import stamp_item
 from .runtime import NeardupRuntime
 
@@ -45,7 +46,7 @@ class DuplicateItem(DropItem):
     def __init__(self, verdict: Verdict) -> None:
         self.verdict = verdict
         super().__init__(
-            f"neardup: {verdict.status} duplicate of the item from {verdict.duplicate_of or '?'}",
+            f"neardup: {verdict.status} duplicate of the item from {redact_url(verdict.duplicate_of or '?')}",
             log_level="DEBUG",
         )
 

@@ -15,8 +15,14 @@ from e2e_server import article
 from test_scrapy_components import Env, html_response, page, tagged
 from test_storage_support import have_redis_server, private_redis
 
-from neardup_scrapy import NeardupExtension, NeardupPipeline, NeardupStorageError
-from neardup_scrapy.core import NearDupDetector
+from neardup_scrapy import (
+    DuplicateItem,
+    DuplicatePage,
+    NeardupExtension,
+    NeardupPipeline,
+    NeardupStorageError,
+)
+from neardup_scrapy.core import NearDupDetector, Verdict
 from neardup_scrapy.core.storage.sqlite import SQLiteStorage
 from neardup_scrapy.worker import DetectorWorker, WorkerCallError, WorkerError
 
@@ -189,6 +195,15 @@ def test_logs_never_print_passwords(caplog: pytest.LogCaptureFixture) -> None:
         text = "\n".join(r.getMessage() for r in caplog.records)
         assert "alice:***@a.test" in text
         assert "s3cret" not in text and "hunter2" not in text and "pa55" not in text
+        # the messages of dropped pages and items (errbacks, Scrapy's "Dropped:" line) too
+        verdict = Verdict(
+            url="https://bob:hunter2@b.test/1",
+            host="b.test",
+            status="exact",
+            duplicate_of="https://alice:s3cret@a.test/1",
+        )
+        for exc in (DuplicatePage(verdict), DuplicateItem(verdict)):
+            assert "s3cret" not in str(exc) and "hunter2" not in str(exc) and "***" in str(exc)
     finally:
         env.close()
 
