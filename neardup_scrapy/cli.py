@@ -318,19 +318,11 @@ def _write_text(path: str, text: str) -> None:
         raise CliError(f"{path}: cannot write: {exc.strerror or exc}") from None
 
 
-def _json_default(value: Any) -> Any:
-    item = getattr(value, "item", None)  # numpy scalars
-    if callable(item):
-        return item()
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
-
-
 def report_json(report: dict[str, Any]) -> str:
-    """The report as indented JSON text."""
-    try:
-        return json.dumps(report, indent=1, ensure_ascii=False, default=_json_default) + "\n"
-    except UnicodeEncodeError:  # pragma: no cover - lone surrogates; escape everything instead
-        return json.dumps(report, indent=1, default=_json_default) + "\n"
+    """The report as indented, strict JSON text (see :func:`neardup_scrapy.report.report_json`)."""
+    from .report.schema import report_json as strict_json
+
+    return strict_json(report)
 
 
 # -- scan --------------------------------------------------------------------------------------
@@ -562,7 +554,7 @@ def _scan_lines(
 
         verdict = check(url, text=content) if key == "text" else check(url, content)
         stats.pages += 1
-        tag_bytes = dumps(verdict.to_dict()).encode()
+        tag_bytes = dumps(verdict.to_dict(), allow_nan=False).encode()
         if verdict.status in ("exact", "near"):
             stats.duplicates += 1
             if verbose:
@@ -608,12 +600,16 @@ def _read_report(path: str) -> Any:
         raise CliError(f"{path}: no such file") from None
     except (OSError, EOFError, zlib.error) as exc:
         raise CliError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    from .report.schema import parse_report
+
     try:
-        return json.loads(data)
+        return parse_report(data)
     except json.JSONDecodeError as exc:
         raise CliError(f"{path}: not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except ValueError:
+    except UnicodeDecodeError:
         raise CliError(f"{path}: not UTF-8 JSON") from None
+    except ValueError as exc:  # NaN or Infinity, an integer too long to read
+        raise CliError(f"{path}: not JSON: {exc}") from None
 
 
 def _run_report(args: argparse.Namespace) -> int:

@@ -12,12 +12,12 @@ whichever components are enabled; at spider close this extension adds ``neardup/
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .report.schema import report_json
 from .runtime import NeardupRuntime
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ def _write(path: str, text: str) -> None:
     if target.parent and not target.parent.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8", errors="replace")  # HTML: a lone surrogate becomes "?"
     os.replace(tmp, target)
 
 
@@ -67,7 +67,7 @@ class NeardupExtension:
         stats.set_value("neardup/mirror_hosts", int(totals.get("mirror_hosts", 0)))
         self._log_summary(report)
         if self.config.report_file:
-            self._save(self.config.report_file, lambda: json.dumps(report, indent=1, ensure_ascii=False))
+            self._save(self.config.report_file, lambda: report_json(report))
         if self.config.report_html:
             self._save(self.config.report_html, lambda: _render_html(report))
 

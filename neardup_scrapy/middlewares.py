@@ -29,6 +29,8 @@ from twisted.internet.defer import Deferred
 
 from .core import Verdict
 from .core.hosts import host_of
+from .core.urls import redact_url
+from .pages import response_text, selector_tree
 from .runtime import NeardupRuntime
 
 if TYPE_CHECKING:
@@ -62,7 +64,10 @@ class DuplicatePage(IgnoreRequest):
 
     def __init__(self, verdict: Verdict) -> None:
         self.verdict = verdict
-        super().__init__(f"neardup: {verdict.url} is a {verdict.status} duplicate of {verdict.duplicate_of}")
+        super().__init__(
+            f"neardup: {redact_url(verdict.url)} is a {verdict.status} duplicate of "
+            f"{redact_url(verdict.duplicate_of or '')}"
+        )
 
 
 class MirrorHostRequest(IgnoreRequest):
@@ -118,7 +123,6 @@ class NeardupDownloaderMiddleware:
         self.crawler = crawler
         self.runtime = NeardupRuntime.of(crawler)
         self.config = self.runtime.config
-        self._unexpected_logged = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -146,8 +150,7 @@ class NeardupDownloaderMiddleware:
         try:
             outcome = self._check(request, response)
         except Exception as exc:  # a bug must not lose the page
-            self._unexpected(response, exc)
-            return response
+            return self._unexpected(request, response, exc)
         if outcome is None:
             return response
         if isinstance(outcome, Deferred):
@@ -158,8 +161,7 @@ class NeardupDownloaderMiddleware:
         try:
             verdict = await maybe_deferred_to_future(outcome)
         except Exception as exc:
-            self._unexpected(response, exc)
-            return response
+            return self._unexpected(request, response, exc)
         return self._apply(request, response, verdict)
 
     def _apply(self, request: Request, response: Response, verdict: Verdict) -> Response:
@@ -172,13 +174,11 @@ class NeardupDownloaderMiddleware:
                 raise DuplicatePage(verdict)
         return response
 
-    def _unexpected(self, response: Response, exc: BaseException) -> None:
-        stats = self.runtime.stats
-        for key in ("neardup/pages", "neardup/skipped", "neardup/skipped/error"):
-            stats.inc_value(key)
-        if not self._unexpected_logged:
-            self._unexpected_logged = True
-            logger.warning("neardup: could not check %s: %r", response.url, exc, exc_info=exc)
+    def _unexpected(self, request: Request, response: Response, exc: BaseException) -> Response:
+        """The page passes, tagged ``skipped`` (reason ``error``); counted and logged by the runtime."""
+        verdict = self.runtime.unexpected(response.url, exc)
+        request.meta[META_KEY] = verdict.to_dict()
+        return response
 
     def _check(self, request: Request, response: Response) -> Verdict | Deferred[Verdict] | None:
         """The verdict (or its Deferred) for a response; ``None`` when it passes untouched."""
@@ -195,19 +195,11 @@ class NeardupDownloaderMiddleware:
         body = response.body
         if self.config.max_body_bytes and len(body) > self.config.max_body_bytes:
             return self.runtime.skip(url, "too large")
-        return self.runtime.check_page(url, body, response.encoding, lambda: self._tree(response))
-
-    @staticmethod
-    def _tree(response: HtmlResponse) -> Any:
-        """The lxml tree behind ``response.selector`` (parsed once, cached by Scrapy), if any."""
-        try:
-            selector = response.selector
-            if getattr(selector, "type", "html") != "html":
-                return None
-            return selector.root
-        except Exception as exc:
-            logger.debug("neardup: no selector for %s (%r); reading the body instead", response.url, exc)
-            return None
+        # Both modes read the text Scrapy decoded (and the tree it parses from it), so inline and
+        # worker verdicts agree for every encoding.
+        return self.runtime.check_page(
+            url, response_text(response), len(body), lambda: selector_tree(response)
+        )
 
 
 class NeardupSpiderMiddleware:

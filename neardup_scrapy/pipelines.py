@@ -21,6 +21,7 @@ from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem, NotConfigured
 
 from .core import Verdict
+from .core.urls import redact_url
 from .middlewares import stamp_item
 from .runtime import NeardupRuntime
 
@@ -45,7 +46,7 @@ class DuplicateItem(DropItem):
     def __init__(self, verdict: Verdict) -> None:
         self.verdict = verdict
         super().__init__(
-            f"neardup: {verdict.status} duplicate of the item from {verdict.duplicate_of or '?'}",
+            f"neardup: {verdict.status} duplicate of the item from {redact_url(verdict.duplicate_of or '?')}",
             log_level="DEBUG",
         )
 
@@ -90,15 +91,24 @@ class NeardupPipeline:
         return cls(crawler)
 
     def process_item(self, item: Any, spider: Any = None) -> Any:
-        """Tag the item, or raise :class:`DuplicateItem` for a duplicate in drop mode."""
-        adapter = ItemAdapter(item)
-        parts = [_text(adapter.get(name)) for name in self.config.item_fields if name in adapter]
-        text = "\n".join(p for p in parts if p.strip())
-        if not text:
-            self.runtime.stats.inc_value("neardup/items/no_fields")
-            return item
-        url = adapter.get("url") if "url" in adapter else None
-        verdict = self.runtime.check_item(url if isinstance(url, str) else "", text)
+        """Tag the item, or raise :class:`DuplicateItem` for a duplicate in drop mode.
+
+        Never loses an item otherwise: an unexpected error tags it ``skipped`` (reason ``error``,
+        stat ``neardup/items/skipped/error``) and logs a WARNING.
+        """
+        url = ""
+        try:
+            adapter = ItemAdapter(item)
+            value = adapter.get("url") if "url" in adapter else None
+            url = value if isinstance(value, str) else ""
+            parts = [_text(adapter.get(name)) for name in self.config.item_fields if name in adapter]
+            text = "\n".join(p for p in parts if p.strip())
+            if not text:
+                self.runtime.stats.inc_value("neardup/items/no_fields")
+                return item
+            verdict = self.runtime.check_item(url, text)
+        except Exception as exc:
+            verdict = self.runtime.unexpected(url, exc, "neardup/items/")
         stamp_item(item, self.config.field, verdict.to_dict(), self.runtime)
         if verdict.is_duplicate:
             self.runtime.duplicate_found(verdict, item=item)

@@ -9,12 +9,18 @@ built with other parameters stops the crawl before its first request.
 Pages are checked either in a helper process (``NEARDUP_WORKER = "process"``, the default; see
 :mod:`neardup_scrapy.worker`) or in the crawl's process (``"inline"``). Item texts
 (``NEARDUP_ITEM_FIELDS``) are always checked inline: they need no HTML parsing.
+
+Nothing that goes wrong while checking stops a page or an item: a store failure is handled by
+``NEARDUP_ON_STORAGE_ERROR`` (checking switched off with a WARNING, and a WARNING again when it
+resumes), any other error gives a ``skipped`` verdict (reason ``error``), and a worker process
+that died is replaced by a new one that reopens the index.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +33,7 @@ from .config import NeardupConfig, parse_settings
 from .core import NearDupDetector, Verdict
 from .core.hosts import host_of
 from .core.storage.base import IndexStorage, StorageError
+from .core.urls import redact_url
 from .signals import duplicate_found
 
 if TYPE_CHECKING:
@@ -41,7 +48,16 @@ logger = logging.getLogger(__name__)
 
 _ATTRIBUTE = "_neardup_runtime"
 CLOSE_REASON = "neardup_storage_error"
+#: Seconds the worker process gets to build the report (and to close the index) at spider close.
 REPORT_TIMEOUT = 600.0
+#: While the store keeps failing, a WARNING repeats at most this often (seconds).
+STILL_FAILING_EVERY = 60.0
+#: A worker process that ran at least this long (seconds) is restarted at once when it dies;
+#: one that dies sooner is restarted after a delay doubling from 1 s up to RESTART_MAX_DELAY.
+RESTART_STABLE_AFTER = 30.0
+RESTART_MAX_DELAY = 60.0
+#: Unexpected errors logged one by one (WARNING); later ones are only counted.
+MAX_ERROR_LOGS = 10
 
 KNOWN_SETTINGS = frozenset(
     f"NEARDUP_{name}"
@@ -119,6 +135,11 @@ class NeardupRuntime:
         self.stats: StatsCollector = crawler.stats
         self.detector: NearDupDetector | None = None
         self.worker: DetectorWorker | None = None
+        self.worker_restarts = 0
+        self._worker_started = time.monotonic()
+        self._worker_pages = 0
+        self._restart_delay = 0.0
+        self._restart_at = 0.0
         if config.worker == "process":
             self.worker = self._start_worker()
         else:
@@ -126,8 +147,12 @@ class NeardupRuntime:
         self._item_detector: NearDupDetector | None = None
         self.dropped = 0
         self.storage_errors = 0
+        self.errors = 0
         self._stopping = False
         self._store_failing = False
+        self._outage_started = 0.0
+        self._outage_warned = 0.0
+        self._outage_unchecked = 0
         self._logged_first_duplicate = False
         self._mirror_of: dict[str, str] = {}
         self._finalizers: list[Callable[[NeardupRuntime, str], None]] = []
@@ -206,19 +231,88 @@ class NeardupRuntime:
         except Exception as exc:
             raise self._open_error("item index" if items else "index", exc) from exc
 
-    def _start_worker(self) -> DetectorWorker:
-        from .worker import DetectorWorker
-
-        init = {
+    def _worker_init(self) -> dict[str, Any]:
+        return {
             "params": self.config.params,
             "storage": self.config.storage,
             "keep_excerpts": self.config.keep_excerpts,
             **self._store_options(False),
         }
+
+    def _start_worker(self) -> DetectorWorker:
+        from .worker import DetectorWorker
+
         try:
-            return DetectorWorker(init)
+            return DetectorWorker(self._worker_init())
         except Exception as exc:
             raise self._open_error("index", exc) from exc
+
+    def _live_worker(self, *, now: bool = False) -> DetectorWorker:
+        """The worker process; a new one when it died (not before its restart delay unless ``now``)."""
+        worker = self.worker
+        assert worker is not None
+        if worker.check_alive() or (self._closed and not now):
+            return worker
+        clock = time.monotonic()
+        if not now and clock < self._restart_at:
+            return worker  # still dead: calls fail at once and count as store failures
+        return self._restart_worker(worker, clock, wait=now)
+
+    def _restart_worker(self, old: DetectorWorker, clock: float, *, wait: bool) -> DetectorWorker:
+        from .worker import DetectorWorker
+
+        reason = old.dead
+        old.stop(timeout=5.0)
+        if clock - self._worker_started >= RESTART_STABLE_AFTER:
+            self._restart_delay = 0.0
+        else:
+            self._restart_delay = min(RESTART_MAX_DELAY, max(1.0, 2 * self._restart_delay))
+        self._restart_at = clock + self._restart_delay
+        self.worker_restarts += 1
+        self.stats.inc_value("neardup/worker_restarts")
+        logger.warning(
+            "neardup: the worker process stopped (%s); starting a new one (restart %d). %s",
+            reason,
+            self.worker_restarts,
+            self._restart_consequence(),
+        )
+        try:
+            worker = DetectorWorker(self._worker_init(), wait=wait, on_open=self._worker_opened)
+        except Exception as exc:
+            logger.error("neardup: cannot start a new worker process: %s", exc)
+            return old
+        self.worker = worker
+        self._worker_started = clock
+        self._worker_pages = 0
+        return worker
+
+    def _restart_consequence(self) -> str:
+        storage = self.config.storage
+        if storage == "memory":
+            return (
+                f"The index was in the memory of the process that stopped: the {self._worker_pages} "
+                "page(s) it checked are forgotten, later pages are compared only with pages checked "
+                "after this restart, and the report covers only those (NEARDUP_STORAGE = 'disk' or "
+                "'redis' keeps the index across a restart)."
+            )
+        if storage == "disk":
+            return (
+                "It reopens the disk index; the pages of the batch not yet committed when the process "
+                "stopped (those of its last moments) are forgotten."
+            )
+        if storage == "redis":
+            return "It reopens the Redis index; nothing is lost."
+        return f"It reopens the index ({self.config.storage_description()})."
+
+    def _worker_opened(self, ok: bool, result: Any) -> None:
+        if ok:
+            logger.info("neardup: the new worker process has opened the index; pages are checked again")
+        else:
+            logger.warning(
+                "neardup: the new worker process cannot open the index (%s); another one is started "
+                "at a later page",
+                result,
+            )
 
     @property
     def item_detector(self) -> NearDupDetector:
@@ -233,25 +327,29 @@ class NeardupRuntime:
 
     # -- checking --------------------------------------------------------------------------------
     def check_page(
-        self, url: str, body: bytes, encoding: str | None, tree: Callable[[], Any]
+        self, url: str, text: str, nbytes: int, tree: Callable[[], Any]
     ) -> Verdict | Deferred[Verdict]:
-        """Check an HTML page; applies ``NEARDUP_ON_STORAGE_ERROR`` (never raises or fails).
+        """Check an HTML page; never raises or fails (see the module docstring).
 
         Args:
             url: the page's url.
-            body: its (decompressed) body.
-            encoding: its encoding as Scrapy decided it.
-            tree: returns the page's parsed lxml tree (or ``None``); used inline only.
+            text: its body as Scrapy decoded it (:func:`neardup_scrapy.pages.response_text`).
+            nbytes: the size of its (decompressed) body.
+            tree: returns the lxml tree Scrapy parsed from ``text`` (or ``None``); inline only.
+                The worker builds the same tree from ``text`` (:func:`neardup_scrapy.pages.html_tree`).
 
         Returns:
             The verdict inline; with a worker process, a Deferred that fires with it.
         """
         if self.worker is not None:
-            return self._check_in_worker(self.worker, (url, body, encoding, len(body)))
-        root = tree()
+            return self._check_in_worker((url, text, None, nbytes))
+        try:
+            root = tree()
+        except Exception:
+            root = None
         if root is None:
-            return self.check(url, html=body, encoding=encoding, nbytes=len(body))
-        return self.check(url, html=body, tree=root, encoding=encoding, nbytes=len(body))
+            return self.check(url, html=text, nbytes=nbytes)
+        return self.check(url, html=text, tree=root, nbytes=nbytes)
 
     def check(
         self,
@@ -263,28 +361,38 @@ class NeardupRuntime:
         encoding: str | None = None,
         nbytes: int | None = None,
     ) -> Verdict:
-        """Check a page in this process and count the verdict (inline mode only)."""
+        """Check a page in this process and count the verdict (inline mode only); never raises."""
         assert self.detector is not None, "check() needs NEARDUP_WORKER = 'inline'"
         try:
             verdict = self.detector.check(url, html, tree=tree, text=text, encoding=encoding, nbytes=nbytes)
         except StorageError as exc:
             return self._storage_failed(url, exc)
-        self._store_failing = False
+        except Exception as exc:
+            return self.unexpected(url, exc)
+        self._store_answered()
         self._count(verdict, "neardup/")
         return verdict
 
-    def _check_in_worker(self, worker: DetectorWorker, payload: tuple[Any, ...]) -> Deferred[Verdict]:
+    def _check_in_worker(self, payload: tuple[Any, ...]) -> Deferred[Verdict]:
         deferred: Deferred[Verdict] = Deferred()
         url = payload[0]
+        worker = self._live_worker()
 
         def done(ok: bool, result: Any) -> None:
-            if ok:
-                self._store_failing = False
-                self._count(result, "neardup/")
-                deferred.callback(result)
-            else:
-                error = result if isinstance(result, StorageError) else StorageError(repr(result))
-                deferred.callback(self._storage_failed(url, error))
+            try:
+                if ok:
+                    self._worker_pages += 1
+                    self._store_answered()
+                    self._count(result, "neardup/")
+                    verdict = result
+                elif isinstance(result, StorageError):
+                    verdict = self._storage_failed(url, result)
+                else:
+                    verdict = self.unexpected(url, result)
+            except Exception as exc:  # counting or logging failed: the page must still go on
+                verdict = Verdict(url=url, host=host_of(url), status="skipped", reason="error")
+                logger.debug("neardup: error while counting a verdict: %r", exc)
+            deferred.callback(verdict)
 
         if worker.threaded:
             from twisted.internet import reactor
@@ -297,7 +405,7 @@ class NeardupRuntime:
     def skip(self, url: str, reason: str) -> Verdict:
         """Count a page as skipped without checking it (non-HTML, too large, opted out...)."""
         if self.worker is not None:
-            self.worker.send("skip", (url, reason))
+            self._live_worker().send("skip", (url, reason))
             host = host_of(url)
             verdict = Verdict(
                 url=url, host=host, status="skipped", reason=reason, mirror_of=self._mirror_of.get(host)
@@ -308,17 +416,41 @@ class NeardupRuntime:
                 verdict = self.detector.skip(url, reason)
             except StorageError as exc:
                 return self._storage_failed(url, exc)
+            except Exception as exc:
+                return self.unexpected(url, exc)
         self._count(verdict, "neardup/")
         return verdict
 
     def check_item(self, url: str, text: str) -> Verdict:
-        """Check the text of an item's fields against earlier items (own index, own stats)."""
+        """Check the text of an item's fields against earlier items (own index, own stats); never raises."""
         try:
             verdict = self.item_detector.check(url, text=text)
         except StorageError as exc:
             return self._storage_failed(url, exc, "neardup/items/")
-        self._store_failing = False
+        except Exception as exc:
+            return self.unexpected(url, exc, "neardup/items/")
+        self._store_answered()
         self._count(verdict, "neardup/items/")
+        return verdict
+
+    def unexpected(self, url: str, exc: BaseException, prefix: str = "neardup/") -> Verdict:
+        """Count a page or item whose check failed unexpectedly (a bug); it passes as ``skipped``.
+
+        The verdict has reason ``error`` (stat ``neardup/skipped/error``, or
+        ``neardup/items/skipped/error``); the first errors are logged with a WARNING.
+        """
+        self.errors += 1
+        if self.errors <= MAX_ERROR_LOGS:
+            logger.warning(
+                "neardup: unexpected error while checking %s; it passes unchecked, tagged 'skipped' "
+                "(reason 'error'): %r%s",
+                redact_url(url),
+                exc,
+                "" if self.errors < MAX_ERROR_LOGS else " (further errors are only counted)",
+                exc_info=exc if self.errors == 1 else None,
+            )
+        verdict = Verdict(url=url, host=host_of(url), status="skipped", reason="error")
+        self._count(verdict, prefix)
         return verdict
 
     def _count(self, verdict: Verdict, prefix: str) -> None:
@@ -333,18 +465,18 @@ class NeardupRuntime:
             logger.debug(
                 "neardup %s: %s (%s)%s",
                 verdict.status,
-                verdict.url,
+                redact_url(verdict.url),
                 verdict.reason,
-                f" duplicate of {verdict.duplicate_of}" if verdict.duplicate_of else "",
+                f" duplicate of {redact_url(verdict.duplicate_of)}" if verdict.duplicate_of else "",
             )
         elif verdict.is_duplicate and not self._logged_first_duplicate:
             self._logged_first_duplicate = True
             logger.debug(
                 "neardup: %s is a %s duplicate of %s (%s) - no more duplicates will be shown "
                 "(see NEARDUP_DEBUG to show all)",
-                verdict.url,
+                redact_url(verdict.url),
                 verdict.status,
-                verdict.duplicate_of,
+                redact_url(verdict.duplicate_of or ""),
                 verdict.reason,
             )
 
@@ -362,6 +494,12 @@ class NeardupRuntime:
     def _storage_failed(self, url: str, exc: StorageError, prefix: str = "neardup/") -> Verdict:
         self.storage_errors += 1
         self.stats.inc_value("neardup/storage_errors")
+        clock = time.monotonic()
+        if not self._store_failing:
+            self._store_failing = True
+            self._outage_started = self._outage_warned = clock
+            self._outage_unchecked = 0
+        self._outage_unchecked += 1
         if self.config.on_storage_error == "stop":
             if not self._stopping:
                 self._stopping = True
@@ -371,18 +509,40 @@ class NeardupRuntime:
                     exc,
                 )
                 self.close_spider(CLOSE_REASON)
-        elif not self._store_failing:
+        elif self._outage_unchecked == 1:
             logger.warning(
-                "neardup: the index store failed (%s); pages pass unchecked, tagged 'skipped', until it "
-                "answers again (NEARDUP_ON_STORAGE_ERROR = 'pass'; see the neardup/storage_errors stat)",
+                "neardup: the index store failed (%s); checking is off: pages pass unchecked, tagged "
+                "'skipped', until it answers again (NEARDUP_ON_STORAGE_ERROR = 'pass'; see the "
+                "neardup/storage_errors stat)",
                 exc,
             )
+        elif clock - self._outage_warned >= STILL_FAILING_EVERY:
+            self._outage_warned = clock
+            logger.warning(
+                "neardup: the index store still fails (%s); %d page(s) or item(s) passed unchecked "
+                "in the last %.0f s",
+                exc,
+                self._outage_unchecked,
+                clock - self._outage_started,
+            )
         else:
-            logger.debug("neardup: store still failing for %s: %s", url, exc)
-        self._store_failing = True
+            logger.debug("neardup: store still failing for %s: %s", redact_url(url), exc)
         verdict = Verdict(url=url, host=host_of(url), status="skipped", reason="storage error")
         self._count(verdict, prefix)
         return verdict
+
+    def _store_answered(self) -> None:
+        """A check went through: say so if checking was off because the store failed."""
+        if not self._store_failing:
+            return
+        self._store_failing = False
+        if self.config.on_storage_error == "pass":
+            logger.warning(
+                "neardup: the index store answers again; checking is on again after %d page(s) or "
+                "item(s) passed unchecked in %.0f s",
+                self._outage_unchecked,
+                time.monotonic() - self._outage_started,
+            )
 
     # -- actions ---------------------------------------------------------------------------------
     def mirror_of(self, url: str) -> str | None:
@@ -424,7 +584,7 @@ class NeardupRuntime:
         """The detector's report with ``totals.dropped`` and ``totals.storage_errors`` filled in."""
         options: dict[str, int] = {"dropped": self.dropped, "storage_errors": self.storage_errors, **caps}
         if self.worker is not None:
-            report: dict[str, Any] = self.worker.call_sync("report", options, REPORT_TIMEOUT)
+            report: dict[str, Any] = self._live_worker(now=True).call_sync("report", options, REPORT_TIMEOUT)
             return report
         assert self.detector is not None
         return self.detector.report(**options)
@@ -433,10 +593,11 @@ class NeardupRuntime:
         """Close the indexes and stop the worker process (idempotent)."""
         if self.worker is not None:
             worker, self.worker = self.worker, None
-            try:
-                worker.call_sync("close", None, REPORT_TIMEOUT)
-            except Exception as exc:
-                logger.warning("neardup: error while closing the index: %s", exc)
+            if worker.dead is None:
+                try:
+                    worker.call_sync("close", None, REPORT_TIMEOUT)
+                except Exception as exc:
+                    logger.warning("neardup: error while closing the index: %s", exc)
             worker.stop()
         for detector in (self.detector, self._item_detector):
             if detector is None:

@@ -16,8 +16,16 @@ its index, and the response waits for its verdict while the crawl goes on with o
   hand-over. Where the reactor cannot watch pipes (Windows), two helper threads do the I/O.
 * Calls made while the reactor is not running (opening the index at start-up) or from inside
   it when a result is needed at once (the report at close) read the pipe directly.
-* If the worker dies, pending and later checks fail with :class:`WorkerError`, a
-  :class:`StorageError` that ``NEARDUP_ON_STORAGE_ERROR`` handles like a lost index store.
+* If the worker dies, pending checks fail with :class:`WorkerError`, a :class:`StorageError`
+  that ``NEARDUP_ON_STORAGE_ERROR`` handles like a lost index store, and so do later calls
+  until the runtime starts a new worker (:attr:`DetectorWorker.dead`). A call that fails in the
+  worker for any other reason (a bug) fails with :class:`WorkerCallError`.
+* A call waited for here (:meth:`DetectorWorker.call_sync`) has a deadline; a worker that
+  misses it is killed, so the crawl never hangs at close.
+* Between bursts of pages the worker commits the open batch of a store that batches its writes
+  (the disk store), so a worker killed while idle loses no page.
+* The worker's log records (WARNING and above) are sent to the crawl's process and logged there,
+  under their own logger names, so they reach the crawl's log (``LOG_FILE``...).
 """
 
 from __future__ import annotations
@@ -28,28 +36,39 @@ import logging
 import os
 import pickle
 import queue
+import select
 import signal
 import struct
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import IO, Any
 
 from .core.storage.base import StorageError
 
-__all__ = ["DetectorWorker", "WorkerError", "serve"]
+__all__ = ["DetectorWorker", "WorkerCallError", "WorkerError", "serve"]
 
 logger = logging.getLogger(__name__)
 
 _HEADER = struct.Struct("!I")
 _STOP = object()
+_LOG = -1  # call id of a log record sent by the worker
 
 Callback = Callable[[bool, Any], None]
 
 
+#: Seconds without a call after which the worker commits its store's open batch.
+IDLE_FLUSH = 0.5
+
+
 class WorkerError(StorageError):
-    """The worker process failed or exited; handled by ``NEARDUP_ON_STORAGE_ERROR``."""
+    """The worker process or its store failed, or it exited; handled by ``NEARDUP_ON_STORAGE_ERROR``."""
+
+
+class WorkerCallError(RuntimeError):
+    """A call failed in the worker with an unexpected error (not a store failure)."""
 
 
 _F_SETPIPE_SZ = 1031  # Linux fcntl
@@ -141,12 +160,24 @@ class DetectorWorker:
         use_reactor: watch the pipes with the installed Twisted reactor (default: when one is
             installed and can); otherwise two threads do the I/O.
         timeout: seconds to wait for the worker to open its index.
+        wait: wait here until the index is open (start-up). ``False`` (a restart mid-crawl):
+            return at once; calls sent meanwhile are answered after the open, and fail if it
+            fails (the worker then exits).
+        on_open: with ``wait=False``, ``on_open(ok, result_or_error)`` when the open is done.
 
     Raises:
         WorkerError: the worker could not start or open the index (message from the worker).
     """
 
-    def __init__(self, init: dict[str, Any], use_reactor: bool | None = None, timeout: float = 120.0) -> None:
+    def __init__(
+        self,
+        init: dict[str, Any],
+        use_reactor: bool | None = None,
+        timeout: float = 120.0,
+        *,
+        wait: bool = True,
+        on_open: Callback | None = None,
+    ) -> None:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         self._proc = subprocess.Popen(
@@ -173,11 +204,12 @@ class DetectorWorker:
         self._writer = _Writer(self)
         self._writing = False
         self._outbox: queue.SimpleQueue[Any] | None = None
-        try:
-            self.call_sync("open", init, timeout)
-        except BaseException:
-            self.stop()
-            raise
+        if wait:
+            try:
+                self.call_sync("open", init, timeout)
+            except BaseException:
+                self.stop()
+                raise
         if self._reactor is not None:
             os.set_blocking(self._in_fd, False)
             os.set_blocking(self._out_fd, False)
@@ -186,11 +218,25 @@ class DetectorWorker:
             self._outbox = queue.SimpleQueue()
             threading.Thread(target=self._write_loop, name="neardup-worker-writer", daemon=True).start()
             threading.Thread(target=self._read_loop, name="neardup-worker-reader", daemon=True).start()
+        if not wait:
+            self.call("open", init, on_open or (lambda ok, result: None))
 
     @property
     def pid(self) -> int:
         """The worker's process id."""
         return self._proc.pid
+
+    @property
+    def dead(self) -> str | None:
+        """Why the worker can no longer answer (it exited, was stopped, missed a deadline), or ``None``."""
+        return self._dead
+
+    def check_alive(self) -> bool:
+        """Whether the worker can answer; notices at once a process that exited (a ``kill -9``)
+        before the end of its pipe has been read."""
+        if self._dead is None and self._proc.poll() is not None:
+            self._fail_all(f"the neardup worker process exited (exit code {self._proc.returncode})")
+        return self._dead is None
 
     # -- calls -----------------------------------------------------------------------------------
     def call(self, op: str, payload: Any, callback: Callback) -> None:
@@ -220,10 +266,18 @@ class DetectorWorker:
     def call_sync(self, op: str, payload: Any = None, timeout: float | None = None) -> Any:
         """Send ``op`` and wait for its result here (by reading the pipe directly).
 
+        Args:
+            op: the call.
+            payload: its argument.
+            timeout: seconds to wait (``None``: no limit). A worker that does not answer in
+                time is killed: it is stuck, and every later call would wait behind it.
+
         Raises:
-            WorkerError: the worker failed the call or died.
+            WorkerError: the worker failed the call, died or missed the deadline.
+            WorkerCallError: the call failed in the worker with an unexpected error.
         """
         box: list[tuple[bool, Any]] = []
+        deadline = None if timeout is None else time.monotonic() + timeout
         if self._outbox is not None:  # threads: the reader thread answers
             done = threading.Event()
 
@@ -232,15 +286,26 @@ class DetectorWorker:
                 done.set()
 
             self.call(op, payload, store)
-            if not done.wait(timeout):
-                raise WorkerError(f"the neardup worker did not answer {op!r} within {timeout} s")
+            done.wait(timeout)
         else:
             self.call(op, payload, lambda ok, result: box.append((ok, result)))
-            self._pump_until(box)
+            self._pump_until(box, deadline)
+        if not box:
+            if self._dead is not None:
+                raise WorkerError(self._dead)
+            message = f"the neardup worker did not answer {op!r} within {timeout} s; it was killed"
+            self._kill(message)
+            raise WorkerError(message)
         ok, result = box[0]
         if not ok:
             raise result if isinstance(result, BaseException) else WorkerError(str(result))
         return result
+
+    def _kill(self, message: str) -> None:
+        """Kill a worker that is stuck, and fail its pending calls."""
+        with contextlib.suppress(OSError):
+            self._proc.kill()
+        self._fail_all(message)
 
     def stop(self, timeout: float = 10.0) -> None:
         """Close the worker's input and wait for it to exit (kill it after ``timeout``)."""
@@ -252,6 +317,7 @@ class DetectorWorker:
         else:
             with contextlib.suppress(OSError):
                 self._flush_blocking()
+            with contextlib.suppress(OSError):  # also when the flush met a dead worker
                 self._stdin.close()
         try:
             self._proc.wait(timeout)
@@ -327,8 +393,9 @@ class DetectorWorker:
         self._dispatch()
         return None
 
-    def _pump_until(self, box: list[Any]) -> None:
-        """Block until ``box`` is filled, reading the pipe directly (no reactor loop)."""
+    def _pump_until(self, box: list[Any], deadline: float | None = None) -> None:
+        """Block until ``box`` is filled or ``deadline`` (``time.monotonic()``) passes, reading
+        the pipe directly (no reactor loop)."""
         self._flush_blocking()
         blocking = os.get_blocking(self._out_fd)
         os.set_blocking(self._out_fd, True)
@@ -336,6 +403,10 @@ class DetectorWorker:
             while not box:
                 if self._dead is not None:
                     return
+                if deadline is not None:
+                    left = deadline - time.monotonic()
+                    if left <= 0 or not select.select([self._out_fd], [], [], left)[0]:
+                        return
                 data = os.read(self._out_fd, 1 << 20)
                 if not data:
                     self._eof()
@@ -356,6 +427,10 @@ class DetectorWorker:
             self._answer(*message)
 
     def _answer(self, call_id: int, ok: bool, result: Any) -> None:
+        if call_id == _LOG:
+            level, name, message = result
+            logging.getLogger(name).log(level, "%s", message)
+            return
         if call_id == 0:
             if not ok:
                 logger.warning("neardup worker: %s", result[1])
@@ -367,7 +442,8 @@ class DetectorWorker:
         if ok:
             callback(True, result)
         else:
-            callback(False, WorkerError(result[1]))
+            name, message, storage = result
+            callback(False, WorkerError(message) if storage else WorkerCallError(f"{name}: {message}"))
 
     def _eof(self) -> None:
         if self._reactor is not None:
@@ -431,39 +507,121 @@ def _open(
     return NearDupDetector.from_params(params, storage=store, keep_excerpts=keep_excerpts)
 
 
+_IDLE = object()  # what _FrameReader.read returns after an idle spell
+
+
+class _FrameReader:
+    """Child side: reads frames from the input pipe, and tells when it has been idle a while."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream = stream
+        try:
+            self._fd: int | None = stream.fileno()
+        except (AttributeError, OSError, ValueError):  # not a pipe (tests)
+            self._fd = None
+        self._buf = bytearray()
+
+    def read(self, idle: float | None) -> Any:
+        """The next frame; :data:`_IDLE` when none came within ``idle`` seconds.
+
+        Raises:
+            EOFError: the input is closed.
+        """
+        if self._fd is None or sys.platform == "win32":
+            return _read_frame(self._stream)
+        while True:
+            if len(self._buf) >= _HEADER.size:
+                size = _HEADER.size + _HEADER.unpack_from(self._buf)[0]
+                if len(self._buf) >= size:
+                    frame = pickle.loads(bytes(self._buf[_HEADER.size : size]))
+                    del self._buf[:size]
+                    return frame
+            if idle is not None and not select.select([self._fd], [], [], idle)[0]:
+                return _IDLE
+            data = os.read(self._fd, 1 << 20)
+            if not data:
+                raise EOFError
+            self._buf += data
+
+
 def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
-    """Child side: answer calls until the input closes."""
+    """Child side: answer calls until the input closes (or the index cannot be opened)."""
     detector: Any = None
+    reader = _FrameReader(stdin)
+    unflushed = False
     while True:
         try:
-            op, call_id, payload = _read_frame(stdin)
+            message = reader.read(IDLE_FLUSH if unflushed else None)
         except EOFError:
             break
+        if message is _IDLE:
+            unflushed = False
+            flush = getattr(detector.storage, "flush", None) if detector is not None else None
+            if flush is not None:
+                try:
+                    flush()
+                except Exception as exc:
+                    logger.warning("cannot commit the index: %s", exc)
+            continue
+        op, call_id, payload = message
         try:
             if op == "open":
                 detector = _open(**payload)
                 result: Any = True
+            elif detector is None and op != "close":
+                raise WorkerError("the index is not open")
             elif op == "check":
-                url, html, encoding, nbytes = payload
-                result = detector.check(url, html, encoding=encoding, nbytes=nbytes)
+                result = _check(detector, *payload)
+                unflushed = True
             elif op == "skip":
                 result = detector.skip(*payload)
+                unflushed = True
             elif op == "report":
                 result = detector.report(**payload)
             elif op == "close":
-                detector.close()
+                if detector is not None:
+                    detector.close()
                 detector = None
                 result = True
             else:
                 raise ValueError(f"unknown call {op!r}")
             reply = (call_id, True, result if call_id else None)
         except Exception as exc:
-            reply = (call_id, False, (type(exc).__name__, f"{exc}"))
+            reply = (call_id, False, (type(exc).__name__, f"{exc}", isinstance(exc, StorageError)))
         if call_id or not reply[1]:
             stdout.write(_frame(reply))
             stdout.flush()
+        if op == "open" and not reply[1]:
+            return  # the parent sees the worker exit; calls sent meanwhile fail with it
     if detector is not None:
         detector.close()
+
+
+def _check(detector: Any, url: str, html: bytes | str, encoding: str | None, nbytes: int) -> Any:
+    """Check one page; a ``str`` body is the text Scrapy decoded, read like the inline mode does."""
+    if isinstance(html, str):
+        from .pages import html_tree
+
+        tree = html_tree(html)
+        if tree is not None:
+            return detector.check(url, html, tree=tree, nbytes=nbytes)
+        return detector.check(url, html, nbytes=nbytes)
+    return detector.check(url, html, encoding=encoding, nbytes=nbytes)
+
+
+class _ForwardHandler(logging.Handler):
+    """Child side: sends log records to the parent, which logs them in the crawl's log."""
+
+    def __init__(self, stdout: IO[bytes]) -> None:
+        super().__init__(logging.WARNING)
+        self._stdout = stdout
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._stdout.write(_frame((_LOG, True, (record.levelno, record.name, self.format(record)))))
+            self._stdout.flush()
+        except Exception:
+            self.handleError(record)
 
 
 def main() -> None:
@@ -471,9 +629,11 @@ def main() -> None:
     # Ctrl-C in a terminal reaches the whole process group: the crawl shuts down gracefully and
     # closes this worker itself (end of input), so the worker must not die first.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    logging.basicConfig(level=logging.WARNING, format="neardup worker %(levelname)s: %(message)s")
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # stray prints must not corrupt the frames
+    root = logging.getLogger()
+    root.setLevel(logging.WARNING)
+    root.addHandler(_ForwardHandler(stdout))
     serve(stdin, stdout)
 
 

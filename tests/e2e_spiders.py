@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import signal
+import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -164,7 +167,9 @@ class FailingStorage(MemoryStorage):
 
     * ``fail-open``: opening fails (the crawl must not start);
     * ``fail-after-N``: every lookup after the first N fails (the store is "lost" mid-crawl);
-    * ``fail-between-N-M``: lookups N..M-1 fail, then it answers again.
+    * ``fail-between-N-M``: lookups N..M-1 fail, then it answers again;
+    * ``bug-after-N``: every lookup after the first N raises ``KeyError`` (a bug, not a
+      ``StorageError``).
     """
 
     def __init__(
@@ -190,7 +195,41 @@ class FailingStorage(MemoryStorage):
             raise StorageError("connection lost (test store)")
         if parts[:2] == ["fail", "between"] and int(parts[2]) <= self.lookups < int(parts[3]):
             raise StorageError("connection lost (test store)")
+        if parts[:2] == ["bug", "after"] and self.lookups > int(parts[2]):
+            raise KeyError("a bug in the test store")
         return super().lookup(keys)
+
+
+class HangingReportStorage(MemoryStorage):
+    """A memory store whose report never finishes (as a damaged index once made it loop)."""
+
+    def __init__(self, **_: Any) -> None:
+        super().__init__()
+
+    def host_counts(self) -> Any:
+        time.sleep(3600)
+        return super().host_counts()
+
+
+class KillerSpider(ListSpider):
+    """:class:`ListSpider` that kills the neardup worker process (``kill -9``) in the callback of
+    the responses whose indexes are listed in ``kill_after`` (comma-separated). It first waits a
+    second, so the idle worker has committed its disk batch (the kill then loses nothing). Use
+    ``DOWNLOAD_DELAY`` so that the next response is not checked before the kill."""
+
+    name = "killer"
+
+    def __init__(self, kill_after: str = "", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.kill_after = {int(i) for i in kill_after.split(",") if i}
+
+    def parse(self, response: Response) -> Iterator[dict[str, Any]]:
+        if response.meta["index"] in self.kill_after:  # (blocks the reactor: nothing else runs)
+            worker = self.crawler._neardup_runtime.worker
+            time.sleep(1.0)
+            os.kill(worker.pid, signal.SIGKILL)
+            time.sleep(0.3)
+        yield from super().parse(response)
 
 
 class OrderRecorder:

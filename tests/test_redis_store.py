@@ -265,9 +265,9 @@ def test_pages_without_candidate_cost_one_round_trip(redis_url: tuple[str, str])
     calls: list[str] = []
     run = store._run
 
-    def counting(script: str, args: Any, what: str) -> Any:
+    def counting(script: str, args: Any, what: str, **kw: Any) -> Any:
         calls.append(script)
-        return run(script, args, what)
+        return run(script, args, what, **kw)
 
     store._run = counting  # type: ignore[method-assign]
     statuses = [det.check(url, text=text).status for url, text, _ in corpus(6, 2, seed=13)]

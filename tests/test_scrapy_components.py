@@ -35,7 +35,7 @@ from neardup_scrapy.core import NearDupDetector
 from neardup_scrapy.report.schema import validate_report
 from neardup_scrapy.runtime import NeardupRuntime
 from neardup_scrapy.signals import duplicate_found
-from neardup_scrapy.worker import DetectorWorker, WorkerError
+from neardup_scrapy.worker import DetectorWorker, WorkerCallError, WorkerError
 
 TAG_KEYS = {"status", "duplicate_of", "similarity", "hamming", "cluster", "mirror_of"}
 
@@ -122,8 +122,8 @@ def test_reuses_the_selector_tree(env: Env, monkeypatch: pytest.MonkeyPatch) -> 
 
     monkeypatch.setattr(detector, "check", spy)
     env.fetch(response)
-    # the body only keys the repeat cache; the text comes from Scrapy's tree
-    assert seen == [(response.body, response.selector.root)]
+    # the decoded body only keys the repeat cache; the text comes from Scrapy's tree
+    assert seen == [(response.text, response.selector.root)]
 
 
 def test_near_duplicate_with_edits(env: Env) -> None:
@@ -403,10 +403,12 @@ def test_storage_errors_pass_pages_as_skipped(caplog: pytest.LogCaptureFixture) 
         assert statuses == ["unique", "skipped", "skipped", "skipped", "unique", "unique", "unique"]
         assert env.stat("neardup/storage_errors") == 3 and env.runtime.storage_errors == 3
         assert env.stat("neardup/skipped/storage_error") == 3 and env.stat("neardup/pages") == 7
-        warnings = [
-            r for r in caplog.records if r.levelno == logging.WARNING and "store failed" in r.getMessage()
-        ]
-        assert len(warnings) == 1 and not any(r.exc_info for r in caplog.records)
+        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert len([w for w in warnings if "store failed" in w and "checking is off" in w]) == 1
+        # and a WARNING again when it answers, with the count of pages passed unchecked
+        resumed = [w for w in warnings if "store answers again" in w]
+        assert len(resumed) == 1 and "after 3 page(s)" in resumed[0]
+        assert not any(r.exc_info for r in caplog.records)
     finally:
         env.close()
 
@@ -466,7 +468,7 @@ def test_worker_gives_the_inline_verdicts(use_reactor: bool) -> None:
         assert [v.to_dict() for v in remote] == [v.to_dict() for v in local]
         report = worker.call_sync("report", {"dropped": 0, "storage_errors": 0}, 30)
         assert report["totals"]["pages"] == 6
-        with pytest.raises(WorkerError, match="unknown call"):
+        with pytest.raises(WorkerCallError, match="unknown call"):  # a bug, not a store failure
             worker.call_sync("explode", None, 30)
     finally:
         worker.stop()

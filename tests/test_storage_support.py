@@ -63,9 +63,12 @@ def free_port() -> int:
 class RedisServer:
     """A private ``redis-server`` on a free port (started and killed by the test)."""
 
-    def __init__(self, workdir: Path, *, appendonly: bool = False, port: int | None = None) -> None:
+    def __init__(
+        self, workdir: Path, *, appendonly: bool = False, port: int | None = None, debug: bool = False
+    ) -> None:
         self.workdir = workdir
         self.appendonly = appendonly
+        self.debug = debug  # allow DEBUG SLEEP (to stall the server)
         self.port = port or free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -91,6 +94,8 @@ class RedisServer:
             "--protected-mode",
             "no",
         ]
+        if self.debug:
+            args += ["--enable-debug-command", "yes"]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:

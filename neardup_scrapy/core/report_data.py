@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 from importlib import metadata
 from typing import Any
 
 from .mirrors import mirror_pairs
 from .params import DetectorParams
 from .storage.base import IndexStorage
+from .urls import redact_url
 
 REPORT_FORMAT = "neardup-report/1"
 
@@ -76,6 +78,14 @@ def build_report(
     hosts.sort(key=lambda h: (-h["pages"], h["host"]))
 
     size_hist, clusters = storage.clusters(max_clusters, max_members)
+    for cluster in clusters:  # crawled urls may carry credentials: never print a password
+        for key in ("id", "representative"):
+            cluster[key] = redact_url(cluster[key])
+        for member in cluster["members"]:
+            member["url"] = redact_url(member["url"])
+    examples = [
+        {**example, "a": _redacted(example["a"]), "b": _redacted(example["b"])} for example in examples
+    ]
     totals = {
         "pages": sum(c.pages + c.skipped for c in counts.values()),
         "unique": sum(c.unique for c in counts.values()),
@@ -93,7 +103,7 @@ def build_report(
         "format": REPORT_FORMAT,
         "generated_at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "tool": {"name": "neardup-scrapy", "version": _version()},
-        "params": params.as_dict(),
+        "params": {k: _json_number(v) for k, v in params.as_dict().items()},
         "totals": totals,
         "hosts": hosts[:max_hosts],
         "hosts_total": len(hosts),
@@ -102,3 +112,13 @@ def build_report(
         "mirrors": mirrors,
         "examples": examples,
     }
+
+
+def _redacted(page: dict[str, Any]) -> dict[str, Any]:
+    url = page.get("url")
+    return {**page, "url": redact_url(url)} if isinstance(url, str) else dict(page)
+
+
+def _json_number(value: Any) -> Any:
+    """``None`` for a float that JSON cannot hold (``ttl = inf`` means "never", like ``None``)."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value

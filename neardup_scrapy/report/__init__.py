@@ -5,7 +5,15 @@ HTML report can be rendered from a saved JSON file alone.
 """
 
 from .html import render_html
-from .schema import REPORT_FORMAT, ReportFormatError, validate_report
+from .schema import REPORT_FORMAT, ReportFormatError, parse_report, report_json, validate_report
 from .text import format_summary
 
-__all__ = ["REPORT_FORMAT", "ReportFormatError", "format_summary", "render_html", "validate_report"]
+__all__ = [
+    "REPORT_FORMAT",
+    "ReportFormatError",
+    "format_summary",
+    "parse_report",
+    "render_html",
+    "report_json",
+    "validate_report",
+]

@@ -47,13 +47,17 @@ Top level (all keys required; unknown keys are allowed and ignored, for forward 
                        "a": {"url": string, "text": string},   (the cluster's representative)
                        "b": {"url": string, "text": string}}   (the duplicate)
 
-Integers are JSON integers (``true``/``false`` are not accepted as numbers); numbers may be
-integers or floats. :func:`validate_report` checks all of the above and raises
-:class:`ReportFormatError` naming the first bad field as a path such as ``hosts[3].pages``.
+Integers are JSON integers (``true``/``false`` are not accepted as numbers) no larger than
+2**53 - 1 (the largest integer every JSON reader holds exactly); numbers may be integers or
+floats, never NaN or Infinity (they are not JSON). :func:`validate_report` checks all of the
+above and raises :class:`ReportFormatError` naming the first bad field as a path such as
+``hosts[3].pages``. :func:`report_json` writes a report as strict JSON, and :func:`parse_report`
+reads one, refusing NaN and Infinity.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -88,8 +92,11 @@ TOP_LEVEL_KEYS = (
     "examples",
 )
 
+#: The largest integer a report may hold: every JSON reader (JavaScript's too) holds it exactly.
+MAX_INTEGER = 2**53 - 1
+
 _ISO_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})$")
-_SIZE_KEY = re.compile(r"^[0-9]+$")
+_SIZE_KEY = re.compile(r"^[0-9]{1,16}$")
 
 
 class ReportFormatError(ValueError):
@@ -105,13 +112,6 @@ class ReportFormatError(ValueError):
         self.path = path
         self.problem = problem
         super().__init__(f"{path or 'report'}: {problem}")
-
-
-def _describe(value: Any) -> str:
-    text = repr(value)
-    if len(text) > 60:
-        text = text[:57] + "..."
-    return f"{type(value).__name__} {text}"
 
 
 def _join(path: str, key: str | int) -> str:
@@ -146,11 +146,20 @@ def _string(value: Any, path: str, *, nullable: bool = False) -> None:
         raise ReportFormatError(path, f"expected {expected}, got {_describe(value)}")
 
 
+def _describe(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INTEGER:
+        return f"an integer of {len(str(abs(value)))} digits" if abs(value) < 10**4000 else "a huge integer"
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{type(value).__name__} {text}"
+
+
 def _count(value: Any, path: str, *, nullable: bool = False, minimum: int = 0) -> None:
     if value is None and nullable:
         return
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        expected = f"an integer >= {minimum}" + (" or null" if nullable else "")
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= MAX_INTEGER:
+        expected = f"an integer in [{minimum}, 2**53 - 1]" + (" or null" if nullable else "")
         raise ReportFormatError(path, f"expected {expected}, got {_describe(value)}")
 
 
@@ -216,8 +225,10 @@ def validate_report(data: Any) -> None:
     sizes = _object(_field(top, "cluster_sizes", ""), "cluster_sizes")
     for key, value in sizes.items():
         path = f"cluster_sizes[{key!r}]"
-        if not isinstance(key, str) or not _SIZE_KEY.match(key) or int(key) < 2:
-            raise ReportFormatError(path, "expected a key that is a cluster size, an integer >= 2")
+        if not isinstance(key, str) or not _SIZE_KEY.match(key) or not 2 <= int(key) <= MAX_INTEGER:
+            raise ReportFormatError(
+                path, "expected a key that is a cluster size, an integer in [2, 2**53 - 1]"
+            )
         _count(value, path)
 
     for i, item in enumerate(_list(_field(top, "clusters", ""), "clusters")):
@@ -256,3 +267,37 @@ def validate_report(data: Any) -> None:
         _count(_field(example, "hamming", path), path + ".hamming", nullable=True)
         _page_ref(_field(example, "a", path), path + ".a")
         _page_ref(_field(example, "b", path), path + ".b")
+
+
+def _json_default(value: Any) -> Any:
+    item = getattr(value, "item", None)  # numpy scalars
+    if callable(item):
+        return item()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def report_json(report: Mapping[str, Any]) -> str:
+    """A report as indented, strict JSON text (UTF-8 safe).
+
+    Raises:
+        ValueError: the report holds NaN or Infinity, which are not JSON.
+    """
+    text = json.dumps(report, indent=1, ensure_ascii=False, allow_nan=False, default=_json_default)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates (e.g. in a crawled url): escape them as \uXXXX
+        text = json.dumps(report, indent=1, allow_nan=False, default=_json_default)
+    return text + "\n"
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_report(data: str | bytes) -> Any:
+    """Decode a JSON report strictly: ``NaN``, ``Infinity`` and ``-Infinity`` are refused.
+
+    Raises:
+        ValueError: not JSON (``json.JSONDecodeError`` for syntax errors).
+    """
+    return json.loads(data, parse_constant=_no_constant)

@@ -29,6 +29,8 @@ from .base import (
     I64Array,
     U64Array,
 )
+from .members import cluster_member
+from .unionfind import all_roots, find_root
 
 
 class MemoryStorage:
@@ -196,12 +198,9 @@ class MemoryStorage:
             rows = []
             for m in members[:max_members].tolist():
                 rows.append(
-                    {
-                        "url": self._urls[m],
-                        "status": "unique" if m == root else STATUS_NAMES[int(status[m])],
-                        "similarity": None if m == root else round(float(similarity[m]), 4),
-                        "hamming": None if m == root else int(hamming[m]),
-                    }
+                    cluster_member(
+                        self._urls[m], status[m], similarity[m], hamming[m], representative=m == root
+                    )
                 )
             out.append(
                 {
@@ -232,22 +231,13 @@ class MemoryStorage:
 
     # -- union-find ----------------------------------------------------------------------------
     def _find(self, doc_id: int) -> int:
-        parents = self._parents
-        root = doc_id
-        while (parent := int(parents[root])) != root:
-            root = parent
-        while (parent := int(parents[doc_id])) != root:  # path compression
-            parents[doc_id] = root
-            doc_id = parent
-        return root
+        return find_root(self._parents, doc_id, len(self._parents))
 
     def _all_roots(self) -> I64Array:
-        parents = self._parents.all().astype(np.int64)
-        while True:
-            grand = parents[parents]
-            if np.array_equal(grand, parents):
-                return parents
-            parents = grand
+        roots, broken = all_roots(self._parents.all())
+        for root in broken:
+            self._parents[root] = root
+        return roots
 
     def _host_at(self, doc_id: int) -> str:
         return self._host_names[int(self._host_of[doc_id])]

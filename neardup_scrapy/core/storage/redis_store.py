@@ -52,7 +52,12 @@ trip instead of two.
 Faults: every round trip is retried with exponential backoff (:mod:`.retry`), then raises
 :class:`~.base.StorageError`. Commits (also those applied by ``lookup_or_insert``) are idempotent
 under retry: each carries a per-client sequence number, and a replay of an already applied commit
-returns its first result.
+returns its first result. Each commit also carries a deadline in server time (when the client's
+socket timeout runs out): a commit that reaches Redis after it (Redis was blocked, the client gave
+up) is refused, so a page the detector counted as not checked is never indexed behind its back.
+An index whose keys vanished (Redis restarted without persistence, keys deleted) is created
+again, empty, with a WARNING, and the call is retried: checking goes on instead of failing for
+the rest of the crawl. Damaged records give a :class:`~.base.StorageError`.
 
 Expiry (``ttl``): records expire with Redis ``EXPIRE``; lookups skip ids whose record is gone
 (and the detector ignores candidates older than ``ttl``). When a ttl is set, every commit also
@@ -98,6 +103,7 @@ from .base import (
 )
 from .retry import RetryPolicy, call_with_retry
 from .sqlite import summarize_clusters
+from .unionfind import all_roots
 
 logger = logging.getLogger(__name__)
 
@@ -141,14 +147,33 @@ local function bucket(f, L, sp)
   if v == '' then return redis.call('GET', P .. ':o:' .. f) or '' end
   return v
 end
+local function parent_of(id)
+  local s = redis.call('GETRANGE', P .. ':d:' .. id, 0, 3)
+  if #s < 4 then return nil end
+  return struct.unpack('<i4', s)
+end
+-- The cluster root of page id (whose parent is given). Ends on any data: a missing record ends
+-- the path, and a cycle of parents (a damaged index) is broken at its smallest id.
 local function find(id, parent)
-  local hops = 0
-  while parent ~= id and hops < 10000 do
-    local s = redis.call('GETRANGE', P .. ':d:' .. parent, 0, 3)
-    if #s < 4 then return id end
-    id = parent
-    parent = struct.unpack('<i4', s)
+  local hops, visited = 0, nil
+  while parent ~= id do
     hops = hops + 1
+    if hops > 64 then
+      visited = visited or {}
+      if visited[id] then
+        local low, v = id, parent
+        while v ~= id do
+          if v < low then low = v end
+          v = parent_of(v)
+        end
+        return low
+      end
+      visited[id] = true
+    end
+    local next_parent = parent_of(parent)
+    if next_parent == nil then return id end
+    id = parent
+    parent = next_parent
   end
   return id
 end
@@ -240,7 +265,8 @@ return {recs, roots}
 )
 
 # ARGV of the commit part, shared by the commit and lookup-or-insert scripts:
-#   3 fields, 4 record, 5 host, 6 status, 7 canonical host, 8 nbytes, 9 unions, 10 ttl, 11 client, 12 seq
+#   3 fields, 4 record, 5 host, 6 status, 7 canonical host, 8 nbytes, 9 unions, 10 ttl, 11 client, 12 seq,
+#   13 deadline (server time in seconds; 0: none)
 # A record whose parent is >= 0 joins that page's cluster; -1 starts a cluster of its own.
 # ``seen`` maps a 6-byte field to its raw shard value as already read in this script (``false`` =
 # no such bucket, ``''`` = overflow marker); ``apply`` reuses it instead of reading the shard again.
@@ -330,6 +356,14 @@ local function replayed()
   local seq, doc = string.match(prev, '^(%d+):(-?%d+)$')
   if seq == ARGV[12] then return tonumber(doc) end
   return nil
+end
+-- True when the client has given up waiting for this commit (it reached Redis after its
+-- deadline): applying it would index a page the client counted as not checked.
+local function late()
+  local deadline = tonumber(ARGV[13])
+  if not deadline or deadline <= 0 then return false end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) + tonumber(t[2]) / 1000000 > deadline
 end
 local function apply(L, sp, seen)
   local host = ARGV[5]
@@ -460,12 +494,13 @@ local function apply(L, sp, seen)
 end
 """
 
-# ARGV: 1 prefix, 2 token, 3..12 the commit (see _LUA_APPLY)
-# -> {-2} on conflict, else {doc_id, host_pages}
+# ARGV: 1 prefix, 2 token, 3..13 the commit (see _LUA_APPLY)
+# -> {-2} on conflict, else {doc_id, host_pages}; error NEARDUP_LATE past the deadline
 _LUA_COMMIT = (
     _LUA_COMMON
     + _LUA_APPLY
     + r"""
+if redis.replicate_commands then redis.replicate_commands() end  -- TIME before writes (Redis < 5)
 local L, sp = meta()
 if not L then return redis.error_reply('NEARDUP_NOINDEX') end
 local done = replayed()
@@ -487,24 +522,26 @@ for i = 0, nt - 1 do
   end
   if last ~= want then return {-2} end
 end
+if late() then return redis.error_reply('NEARDUP_LATE') end
 return commit_result(apply(L, sp, seen))
 """
 )
 
-# ARGV: 1 prefix, 2 cap, 3..12 the provisional commit (see _LUA_APPLY), 13.. lookup fields
+# ARGV: 1 prefix, 2 cap, 3..13 the provisional commit (see _LUA_APPLY), 14.. lookup fields
 # -> {values, ids, records, roots, candidates, {}} like _LUA_LOOKUP when a looked-up bucket holds a
 #    live page, else {{}, {}, {}, {}, 0, {doc_id, host_pages}} after applying the commit
 _LUA_LOOKUP_OR_INSERT = (
     _LUA_COMMON
     + _LUA_APPLY
     + r"""
+if redis.replicate_commands then redis.replicate_commands() end  -- TIME before writes (Redis < 5)
 local L, sp = meta()
 if not L then return redis.error_reply('NEARDUP_NOINDEX') end
 local done = replayed()
 if done then return {{}, {}, {}, {}, 0, commit_result(done)} end
 local cap = tonumber(ARGV[2])
 local values, ids, seen, raw = {}, {}, {}, {}
-for i = 13, #ARGV do
+for i = 14, #ARGV do
   local f = ARGV[i]
   local v = raw[f]
   if v == nil then
@@ -526,18 +563,20 @@ if ncand > cap then
   end
 end
 if live then return {values, ids, recs, roots, ncand, {}} end
+if late() then return redis.error_reply('NEARDUP_LATE') end
 return {{}, {}, {}, {}, 0, commit_result(apply(L, sp, raw))}
 """
 )
 
-# ARGV: prefix, format, load, maxval, name, json, name, json, ...  -> {} (created) or the stored params
+# ARGV: prefix, format, load, maxval, first id, name, json, name, json, ...
+# -> {} (created) or the stored params
 _LUA_INIT = r"""
 local P = ARGV[1]
 if redis.call('EXISTS', P .. ':params') == 1 then
   return redis.call('HGETALL', P .. ':params')
 end
-for i = 5, #ARGV - 1, 2 do redis.call('HSET', P .. ':params', ARGV[i], ARGV[i + 1]) end
-redis.call('HSET', P .. ':m', 'format', ARGV[2], 'L', 4, 'p', 0, 'n', 0, 'next', 0, 'load', ARGV[3],
+for i = 6, #ARGV - 1, 2 do redis.call('HSET', P .. ':params', ARGV[i], ARGV[i + 1]) end
+redis.call('HSET', P .. ':m', 'format', ARGV[2], 'L', 4, 'p', 0, 'n', 0, 'next', ARGV[5], 'load', ARGV[3],
   'maxval', ARGV[4], 'c', 0)
 return {}
 """
@@ -603,15 +642,23 @@ def pack_record(record: DocRecord) -> bytes:
 
 
 def unpack_tail(rec: bytes, num_perm: int) -> tuple[str, bytes, bytes, str]:
-    """``(host, profile, signature bytes, url)`` of a packed record (after its 40-byte head)."""
+    """``(host, profile, signature bytes, url)`` of a packed record (after its 40-byte head).
+
+    Raises:
+        ValueError: the record is shorter than its lengths say, or its text is not UTF-8.
+    """
+    if len(rec) < 42:
+        raise ValueError(f"{len(rec)} bytes, shorter than a record head")
     host_len = int.from_bytes(rec[40:42], "little")
     at = 42 + host_len
-    host = rec[42:at].decode("utf-8", "surrogatepass")
     profile_len = int.from_bytes(rec[at : at + 2], "little")
-    profile = rec[at + 2 : at + 2 + profile_len]
-    at += 2 + profile_len
-    signature = rec[at : at + 2 * num_perm]
-    url = rec[at + 2 * num_perm :].decode("utf-8", "surrogatepass")
+    sig_at = at + 2 + profile_len
+    if len(rec) < sig_at + 2 * num_perm:
+        raise ValueError(f"{len(rec)} bytes, expected at least {sig_at + 2 * num_perm}")
+    host = rec[42:at].decode("utf-8", "surrogatepass")
+    profile = rec[at + 2 : sig_at]
+    signature = rec[sig_at : sig_at + 2 * num_perm]
+    url = rec[sig_at + 2 * num_perm :].decode("utf-8", "surrogatepass")
     return host, profile, signature, url
 
 
@@ -666,6 +713,10 @@ class RedisStorage:
         self._scripts: dict[str, Any] = {}
         self._transient: tuple[type[BaseException], ...] = ()
         self._opened = False
+        self._init_args: list[Any] = []
+        self._wanted: dict[str, Any] = {}
+        self._clock_offset = 0.0  # Redis server time minus local time (seconds)
+        self._last_doc = -1  # largest doc id seen (a re-created index continues after it)
         #: Commits that found a bucket changed since their lookup (the detector re-checked).
         self.conflicts = 0
         #: Calls to Redis made so far (each one round trip, retries not counted), for benchmarks.
@@ -721,20 +772,56 @@ class RedisStorage:
             raise StorageError(f"cannot reach Redis at {safe_url(self.url)}: {exc}") from exc
         except redis.RedisError as exc:
             raise StorageError(f"Redis at {safe_url(self.url)} refused the connection: {exc}") from exc
-        wanted = {k: json.loads(json.dumps(v)) for k, v in signature.items()}
+        wanted = {k: json.loads(json.dumps(v, allow_nan=False)) for k, v in signature.items()}
         load, maxval = self._listpack_limits()
-        args: list[Any] = [self.prefix, FORMAT, load, maxval]
+        self._init_args = [self.prefix, FORMAT, load, maxval, 0]
         for name, value in sorted(wanted.items()):
-            args += [name, json.dumps(value)]
-        stored_raw = self._run("init", args, "open")
+            self._init_args += [name, json.dumps(value, allow_nan=False)]
+        self._wanted = wanted
+        self._init_index()
+        self._num_perm = int(wanted.get("num_perm", 128))
+        self._measure_clock()
+        self._opened = True
+
+    def _init_index(self) -> None:
+        """Create the index, or check the parameters of the one already there."""
+        stored_raw = self._run("init", self._init_args, "open")
         if stored_raw:
             pairs = zip(stored_raw[::2], stored_raw[1::2], strict=True)
             stored = {_text(name): json.loads(_text(value)) for name, value in pairs}
-            differences = compare_parameters(stored, wanted)
+            differences = compare_parameters(stored, self._wanted)
             if differences:
                 raise ParameterMismatchError(self.where, differences)
-        self._num_perm = int(wanted.get("num_perm", 128))
-        self._opened = True
+
+    def _recreate_index(self) -> None:
+        """The index vanished: create it again, empty, ids continuing after the last one seen."""
+        self._init_args[4] = self._last_doc + 1
+        self._init_index()
+        self._cache.clear()
+        logger.warning(
+            "neardup: the index at %s vanished (Redis restarted without persistence, or its keys were "
+            "deleted); it was created again, empty: pages checked before are forgotten",
+            self.where,
+        )
+
+    def _measure_clock(self) -> None:
+        """Learn the server's clock offset, for commit deadlines in server time."""
+        try:
+            before = time.time()
+            seconds, micros = self._client.time()
+            after = time.time()
+        except Exception as exc:
+            logger.debug("neardup: Redis TIME not available (%r); commit deadlines use the local clock", exc)
+            return
+        self._clock_offset = seconds + micros / 1e6 - (before + after) / 2
+
+    def _deadline(self) -> float:
+        """When the client gives up waiting for a reply sent now, in server time (0: never)."""
+        kwargs = getattr(getattr(self._client, "connection_pool", None), "connection_kwargs", {})
+        timeout = kwargs.get("socket_timeout", self.socket_timeout)
+        if not timeout:
+            return 0.0
+        return time.time() + self._clock_offset + float(timeout)
 
     def _listpack_limits(self) -> tuple[int, int]:
         """Shard load and bucket value limit that keep shards in Redis' compact encoding."""
@@ -793,7 +880,7 @@ class RedisStorage:
         """
         fields = bucket_fields(keys)
         args = [self.prefix, self.prefetch, *self._commit_args(provisional)[2:], *fields]
-        answer = self._run("lookup_or_insert", args, "lookup")
+        answer = self._run("lookup_or_insert", args, "lookup", deadline_at=12)
         if answer[5]:
             self._cache.clear()
             return np.empty(0, dtype=np.int64), None, self._commit_result(answer[5])
@@ -814,7 +901,7 @@ class RedisStorage:
 
     def commit(self, commit: Commit) -> CommitResult | None:
         """Apply ``commit`` in one atomic script; ``None`` if a bucket changed since the lookup."""
-        reply = self._run("commit", self._commit_args(commit), "commit")
+        reply = self._run("commit", self._commit_args(commit), "commit", deadline_at=12)
         self._cache.clear()
         if int(reply[0]) == -2:
             self.conflicts += 1
@@ -836,10 +923,12 @@ class RedisStorage:
                         candidates.append(int(doc))
         else:  # too many candidates to prefetch: fetch() will ask
             candidates = [int(d) for d in ids[:ncand]]
+        if candidates:
+            self._last_doc = max(self._last_doc, *candidates)
         return np.unique(np.array(candidates, dtype=np.int64)), token
 
     def _commit_args(self, commit: Commit) -> list[Any]:
-        """ARGV 1..12 of the commit script (see ``_LUA_APPLY``); takes the next sequence number."""
+        """ARGV 1..13 of the commit script (see ``_LUA_APPLY``); takes the next sequence number."""
         record = commit.record
         skipped = commit.status == "skipped" or record is None
         if skipped or record is None:
@@ -850,26 +939,28 @@ class RedisStorage:
             fields = b"".join(bucket_fields(commit.keys)) if len(commit.keys) else b""
         token = commit.token if isinstance(commit.token, bytes) else b""
         unions = b"".join(struct.pack("<ii", int(a), int(b)) for a, b in commit.unions)
-        ttl = 0 if self.ttl is None else max(1, math.ceil(self.ttl))
+        ttl = 0 if self.ttl is None or not math.isfinite(self.ttl) else max(1, math.ceil(self.ttl))
         self._seq += 1
         return [
             self.prefix,
             token,
             fields,
             payload,
-            commit.host,
+            _bytes(commit.host),  # any str, lone surrogates too (redis-py would refuse them)
             _STATUS_CHAR["skipped" if skipped else commit.status],
-            commit.canonical_host or "",
+            _bytes(commit.canonical_host or ""),
             int(commit.nbytes),
             unions,
             ttl,
             self._client_id,
             self._seq,
+            0,  # the deadline, set at each attempt
         ]
 
-    @staticmethod
-    def _commit_result(reply: list[Any]) -> CommitResult:
-        return CommitResult(doc_id=int(reply[0]), host_pages=int(reply[1]))
+    def _commit_result(self, reply: list[Any]) -> CommitResult:
+        doc_id = int(reply[0])
+        self._last_doc = max(self._last_doc, doc_id)
+        return CommitResult(doc_id=doc_id, host_pages=int(reply[1]))
 
     # -- reports -------------------------------------------------------------------------------
     def url_of(self, doc_id: int) -> str:
@@ -913,8 +1004,8 @@ class RedisStorage:
         def read() -> list[Any]:
             pipe = client.pipeline(transaction=False)
             for host in hosts:
-                pipe.hgetall(f"{self.prefix}:sh:{host}")
-                pipe.hgetall(f"{self.prefix}:cn:{host}")
+                pipe.hgetall(_bytes(f"{self.prefix}:sh:{host}"))
+                pipe.hgetall(_bytes(f"{self.prefix}:cn:{host}"))
             return list(pipe.execute())
 
         replies = self._call(read, "mirror evidence") if hosts else []
@@ -1014,7 +1105,7 @@ class RedisStorage:
         return self._call(delete, "wipe")
 
     # -- internals -----------------------------------------------------------------------------
-    def _call(self, fn: Callable[[], T], what: str) -> T:
+    def _call(self, fn: Callable[[], T], what: str, *, recreated: bool = False) -> T:
         if self._client is None:
             raise StorageError(f"the neardup Redis index at {self.where} is not open")
         import redis
@@ -1035,6 +1126,9 @@ class RedisStorage:
             raise
         except redis.ResponseError as exc:
             if "NEARDUP_NOINDEX" in str(exc):
+                if self._opened and not recreated:
+                    self._recreate_index()
+                    return self._call(fn, what, recreated=True)
                 raise StorageError(
                     f"the neardup index at {self.where} vanished (was Redis restarted without persistence, "
                     "or the keys deleted?)"
@@ -1043,9 +1137,24 @@ class RedisStorage:
         except redis.RedisError as exc:
             raise StorageError(f"Redis {what} at {safe_url(self.url)} failed: {exc}") from exc
 
-    def _run(self, script: str, args: Sequence[Any], what: str) -> Any:
+    def _run(self, script: str, args: Sequence[Any], what: str, *, deadline_at: int | None = None) -> Any:
+        """Run a script; ``args[deadline_at]`` gets a fresh commit deadline at each attempt."""
         runner = self._scripts[script]
-        return self._call(lambda: runner(keys=[], args=list(args)), what)
+        if deadline_at is None:
+            return self._call(lambda: runner(keys=[], args=list(args)), what)
+        import redis
+
+        def attempt() -> Any:
+            argv = list(args)
+            argv[deadline_at] = repr(self._deadline())
+            try:
+                return runner(keys=[], args=argv)
+            except redis.ResponseError as exc:
+                if "NEARDUP_LATE" in str(exc):  # refused, nothing applied: as if it timed out
+                    raise redis.TimeoutError("the commit reached Redis after the client's timeout") from exc
+                raise
+
+        return self._call(attempt, what)
 
     def _batch(self, ids: list[int]) -> DocBatch:
         n = len(ids)
@@ -1061,10 +1170,10 @@ class RedisStorage:
         statuses: list[str] = []
         for row, doc in enumerate(ids):
             rec, root = self._cache[doc]
+            host, profile, signature, url = self._unpack_tail(rec, doc)  # checks the length first
             _, status, _, _, added[row] = _HEAD.unpack_from(rec, 0)
             simhashes[row] = int.from_bytes(rec[16:24], "little")
             digests.append(rec[24:40])
-            host, profile, signature, url = unpack_tail(rec, num_perm)
             signatures[row] = np.frombuffer(signature, dtype="<u2", count=num_perm)
             hosts.append(host)
             profiles.append(profile)
@@ -1084,6 +1193,14 @@ class RedisStorage:
             statuses=statuses,
         )
 
+    def _unpack_tail(self, rec: bytes, doc: int) -> tuple[str, bytes, bytes, str]:
+        try:
+            return unpack_tail(rec, self._num_perm)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise StorageError(
+                f"the record of page {doc} in the neardup index at {self.where} is damaged ({exc})"
+            ) from exc
+
     def _describe(self, ids: Sequence[int]) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []
         id_list = list(ids)
@@ -1094,24 +1211,35 @@ class RedisStorage:
                 if not rec:
                     out.append(("", ""))
                     continue
-                host, _, _, url = unpack_tail(bytes(rec), self._num_perm)
+                host, _, _, url = self._unpack_tail(bytes(rec), -1)
                 out.append((url, host))
         return out
 
 
 def _roots(ids: I64Array, parents: I64Array) -> I64Array:
-    """Union-find roots of pages ``ids`` (sorted) given their parents; missing parents end a path."""
+    """Union-find roots of pages ``ids`` (sorted) given their parents; missing parents end a path.
+
+    A cycle is broken at its smallest id, like the Lua ``find``.
+    """
     index = {int(d): k for k, d in enumerate(ids.tolist())}
     pos = np.array([index.get(int(p), k) for k, p in enumerate(parents.tolist())], dtype=np.int64)
-    while True:
-        grand = pos[pos]
-        if np.array_equal(grand, pos):
-            return ids[pos]
-        pos = grand
+    roots, _ = all_roots(pos)  # logs the cycles it breaks
+    return ids[roots]
 
 
 def _text(value: Any) -> str:
-    return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else str(value)
+    """A reply as text (lone surrogates kept; bytes that are not UTF-8 at all become U+FFFD)."""
+    if not isinstance(value, bytes):
+        return str(value)
+    try:
+        return value.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return value.decode("utf-8", "replace")
+
+
+def _bytes(text: str) -> bytes:
+    """``text`` as UTF-8 bytes for Redis, lone surrogates included (round trip with :func:`_text`)."""
+    return text.encode("utf-8", "surrogatepass")
 
 
 __all__ = ["DEFAULT_URL", "STATUS_NAMES", "RedisStorage", "safe_url"]

@@ -62,6 +62,8 @@ from .base import (
     U64Array,
     compare_parameters,
 )
+from .members import cluster_member
+from .unionfind import all_roots, find_root
 
 logger = logging.getLogger(__name__)
 
@@ -108,6 +110,28 @@ CREATE TABLE IF NOT EXISTS canonical (host INTEGER NOT NULL, other INTEGER NOT N
 def bucket_key48(keys: U64Array) -> list[int]:
     """48-bit mixes of 64-bit bucket keys (stored by SQLite in 6 bytes)."""
     return [int(k) for k in (mix64(keys.astype(np.uint64)) >> _S16)]
+
+
+def _to_db(text: str) -> str | bytes:
+    """A url or host for SQLite: a string it cannot store as TEXT (a lone surrogate, valid in
+    Python and from ``json.loads``) is stored as its UTF-8 bytes (a BLOB) instead."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+    return text
+
+
+def _from_db(value: Any) -> str:
+    """A url or host as stored by :func:`_to_db`."""
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:
+            return value.decode("utf-8", "replace")
+    return str(value)
 
 
 def _signed64(value: int) -> int:
@@ -164,14 +188,10 @@ def summarize_clusters(
         info = dict(zip(wanted, describe(wanted), strict=True))
         members = []
         for row, doc in zip(listed[:max_members].tolist(), listed_ids[:max_members], strict=True):
-            rep = doc == root
             members.append(
-                {
-                    "url": info[doc][0],
-                    "status": "unique" if rep else STATUS_NAMES.get(int(status[row]), "near"),
-                    "similarity": None if rep else round(float(similarity[row]), 4),
-                    "hamming": None if rep else int(hamming[row]),
-                }
+                cluster_member(
+                    info[doc][0], status[row], similarity[row], hamming[row], representative=doc == root
+                )
             )
         root_url = info[root][0] if root in info else (members[0]["url"] if members else "")
         out.append(
@@ -234,7 +254,7 @@ class SQLiteStorage:
         """
         if self._db is not None:
             return
-        wanted = json.loads(json.dumps(dict(signature)))
+        wanted = json.loads(json.dumps(dict(signature), allow_nan=False))
         directory = os.path.dirname(os.path.abspath(self.path))
         try:
             os.makedirs(directory, exist_ok=True)
@@ -252,9 +272,11 @@ class SQLiteStorage:
                     db.execute(statement)
             row = db.execute("SELECT value FROM meta WHERE key='params'").fetchone()
             if row is None:
-                db.execute("INSERT INTO meta VALUES ('params', ?)", (json.dumps(wanted, sort_keys=True),))
+                params = json.dumps(wanted, sort_keys=True, allow_nan=False)
+                db.execute("INSERT INTO meta VALUES ('params', ?)", (params,))
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (FORMAT,))
             else:
+                self._check_integrity(db)
                 stored = json.loads(row[0])
                 differences = compare_parameters(stored, wanted)
                 if differences:
@@ -262,36 +284,71 @@ class SQLiteStorage:
                     db.close()
                     raise ParameterMismatchError(self.path, differences)
             db.execute("COMMIT")
-        except sqlite3.DatabaseError as exc:
+            self._db = db
+            self._num_perm = int(wanted.get("num_perm", 128))
+            self._load()
+        except (sqlite3.DatabaseError, ValueError, StorageError) as exc:
+            self._db = None
             db.close()
+            if isinstance(exc, StorageError):
+                raise
             if "locked" in str(exc):
                 raise StorageError(
                     f"the neardup index {self.path} is in use by another process "
                     "(one process per disk index; use NEARDUP_STORAGE='redis' to share an index)"
                 ) from exc
             raise StorageError(f"cannot open the neardup index {self.path}: {exc}") from exc
-        self._db = db
-        self._num_perm = int(wanted.get("num_perm", 128))
-        self._load()
         if self.ttl is not None:
             self._advance_frontier(force=True)
             self._prune_expired()
 
+    def _check_integrity(self, db: sqlite3.Connection) -> None:
+        """Refuse a damaged file at open rather than fail most checks later.
+
+        ``PRAGMA quick_check`` reads every page of the file once: about 0.7 s per 100,000
+        indexed pages.
+
+        Raises:
+            StorageError: the file is damaged (the message says what to do).
+        """
+        try:
+            problems = [str(r[0]) for r in db.execute("PRAGMA quick_check(5)").fetchall()]
+        except sqlite3.DatabaseError as exc:
+            problems = [str(exc)]
+        if problems != ["ok"]:
+            raise StorageError(
+                f"the neardup index {self.path} is damaged (SQLite integrity check: {'; '.join(problems)}); "
+                "move the file away to start a new index (the pages it holds are then forgotten), or put "
+                "back a copy"
+            )
+
     def _load(self) -> None:
         db = self._require()
         rows = db.execute("SELECT parent, host FROM docs ORDER BY id").fetchall()
-        self._parents = np.array([p for (p, _) in rows], dtype=np.int32)
+        parents = np.array([p if isinstance(p, int) else -1 for (p, _) in rows], dtype=np.int64)
         self._doc_hosts = np.array([h for (_, h) in rows], dtype=np.int32)
-        self._next = len(self._parents)
+        self._next = len(parents)
         (max_id,) = db.execute("SELECT max(id) FROM docs").fetchone()
         if max_id is not None and max_id + 1 != self._next:
             raise StorageError(f"the neardup index {self.path} is inconsistent (ids not dense)")
+        bad = np.flatnonzero((parents < 0) | (parents >= self._next))
+        if len(bad):
+            logger.warning(
+                "neardup: %d page(s) of the index %s have a cluster parent out of range (corrupted?); "
+                "they now represent their own clusters",
+                len(bad),
+                self.path,
+            )
+            parents[bad] = bad
+        _, broken = all_roots(parents)  # logs the cycles it breaks
+        parents[broken] = broken
+        self._parents = parents.astype(np.int32)
         ledger = self._ledger
         for row in db.execute(
             'SELECT id, name, pages, "unique", exact, near, skipped, bytes, duplicate_bytes, documents, '
             "duplicated FROM hosts"
         ):
-            host_id, name = int(row[0]), str(row[1])
+            host_id, name = int(row[0]), _from_db(row[1])
             self._host_ids[name] = host_id
             self._host_names[host_id] = name
             self._counts[name] = HostCounts(*(int(v) for v in row[2:9]))
@@ -389,7 +446,7 @@ class SQLiteStorage:
             simhashes[i] = int(simhash) & 0xFFFFFFFFFFFFFFFF
             added[i] = when
             digests.append(bytes(digest))
-            urls.append(str(url))
+            urls.append(_from_db(url))
             hosts.append(self._host_names.get(int(host), ""))
             profiles.append(bytes(profile or b""))
             statuses.append(STATUS_NAMES.get(int(status), "unique"))
@@ -437,7 +494,7 @@ class SQLiteStorage:
                     bytes(record.digest),
                     np.ascontiguousarray(record.signature, dtype="<u2").tobytes(),
                     self._host_id(record.host),
-                    record.url,
+                    _to_db(record.url),
                     bytes(record.profile),
                 ),
             )
@@ -486,7 +543,7 @@ class SQLiteStorage:
         row = self._require().execute("SELECT url FROM docs WHERE id=?", (int(doc_id),)).fetchone()
         if row is None:
             raise KeyError(doc_id)
-        return str(row[0])
+        return _from_db(row[0])
 
     def host_counts(self) -> dict[str, HostCounts]:
         """Counters of every host."""
@@ -542,7 +599,7 @@ class SQLiteStorage:
             part = id_list[start : start + _CHUNK]
             marks = ",".join("?" * len(part))
             for doc, url, host in db.execute(f"SELECT id, url, host FROM docs WHERE id IN ({marks})", part):
-                found[int(doc)] = (str(url), self._host_names.get(int(host), ""))
+                found[int(doc)] = (_from_db(url), self._host_names.get(int(host), ""))
         return [found.get(i, ("", "")) for i in id_list]
 
     def _begin(self) -> None:
@@ -605,7 +662,7 @@ class SQLiteStorage:
         host_id = self._host_ids.get(host)
         if host_id is None:
             db = self._require()
-            cursor = db.execute("INSERT INTO hosts (name) VALUES (?)", (host,))
+            cursor = db.execute("INSERT INTO hosts (name) VALUES (?)", (_to_db(host),))
             host_id = int(cursor.lastrowid or 0)
             self._host_ids[host] = host_id
             self._host_names[host_id] = host
@@ -616,22 +673,14 @@ class SQLiteStorage:
         return self._host_names.get(int(self._doc_hosts[doc_id]), "")
 
     def _find(self, doc_id: int) -> int:
-        parents = self._parents
-        root = doc_id
-        while (parent := int(parents[root])) != root:
-            root = parent
-        while (parent := int(parents[doc_id])) != root:
-            parents[doc_id] = root  # path compression in memory only; the file keeps its parents
-            doc_id = parent
-        return root
+        # Path compression in memory only; the file keeps its parents.
+        return find_root(self._parents, doc_id, self._next)
 
     def _all_roots(self) -> I64Array:
-        parents = self._parents[: self._next].astype(np.int64)
-        while True:
-            grand = parents[parents]
-            if np.array_equal(grand, parents):
-                return parents
-            parents = grand
+        roots, broken = all_roots(self._parents[: self._next].astype(np.int64))
+        for root in broken:
+            self._parents[root] = root
+        return roots
 
     def _advance_frontier(self, force: bool = False) -> None:
         """Move the expiry frontier: the first id added after ``now - ttl``."""
