@@ -136,6 +136,18 @@ def test_a_full_mirror_needs_evidence_for_its_direction() -> None:
     assert undecided_pairs(with_canonical, 5, 0.5) == []
 
 
+def test_a_copy_is_not_named_as_the_origin_of_another_copy() -> None:
+    """A full mirror (canonical links to the origin) and a digest that copies some of the
+    origin's pages: the digest mirrors the origin, not the mirror that holds the same pages."""
+    documents = {"origin": 22, "mirror": 22, "digest": 7}
+    shared = {("mirror", "origin"): 22, ("digest", "origin"): 5, ("digest", "mirror"): 5}
+    ev = _ev(documents, shared, {("mirror", "origin"): 22})
+    assert _pairs(ev) == {("mirror", "origin"), ("digest", "origin")}
+    # without the origin in the crawl, the mirror is the only source the digest is seen to copy
+    alone = _ev({"mirror": 22, "digest": 7}, {("digest", "mirror"): 5})
+    assert _pairs(alone) == {("digest", "mirror")}
+
+
 def _site_pages(seed: int) -> list[tuple[str, str]]:
     """An origin (docs site with 60 pages) and a mirror that copies 40 of them in another
     template and names the origin in rel=canonical."""

@@ -23,7 +23,8 @@ clusters and clusters merge (:class:`MirrorLedger`); :func:`mirror_pairs` decide
   more hosts is the aggregator; else the host more completely made of the other's documents is
   the copy. Two hosts that serve the same documents with no such evidence are left undecided.
 
-An archive or aggregator copies several origins: it gets one pair per origin.
+An archive or aggregator copies several origins: it gets one pair per origin. A copy is never
+named as the origin of a host that also copies that copy's own origin.
 """
 
 from __future__ import annotations
@@ -225,11 +226,22 @@ def mirror_pairs(
         share: share of a mirror's documents that must also be on other hosts.
         hosts: only pairs whose mirror is one of these (default: all hosts).
     """
+    decided = {
+        (host, origin)
+        for host, origin in _candidates(ev, min_pages, share, None)
+        if copies(ev, host, origin, min_pages, share)
+    }
+    wanted = None if hosts is None else set(hosts)
     out = []
-    for host, origin in _candidates(ev, min_pages, share, hosts):
-        if copies(ev, host, origin, min_pages, share):
-            n = ev.shared[host][origin]
-            out.append(MirrorPair(host, origin, n, round(n / max(ev.documents.get(host, 0), 1), 4)))
+    for host, origin in sorted(decided):
+        if wanted is not None and host not in wanted:
+            continue
+        # A copy is not an origin: when ``origin`` is itself a copy of a third host that ``host``
+        # also copies, the pair names the first-hand source only.
+        if any(m == origin and o != host and (host, o) in decided for m, o in decided):
+            continue
+        n = ev.shared[host][origin]
+        out.append(MirrorPair(host, origin, n, round(n / max(ev.documents.get(host, 0), 1), 4)))
     out.sort(key=lambda p: (-p.pages, p.host, p.mirror_of))
     return out
 
