@@ -11,7 +11,7 @@ are left as they are, so the user's settings win. The equivalent manual configur
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .extension import NeardupExtension
 from .middlewares import NeardupDownloaderMiddleware, NeardupSpiderMiddleware
@@ -34,7 +34,27 @@ COMPONENTS: tuple[tuple[str, type, int], ...] = (
 class Addon:
     """Enables neardup-scrapy's middlewares, pipeline and extension with their default priorities."""
 
+    def __repr__(self) -> str:
+        return "neardup_scrapy.Addon"
+
     def update_settings(self, settings: BaseSettings) -> None:
-        """Add each component unless the project already configures it."""
+        """Add each component unless the project already configures it.
+
+        Components are added by import path (not as class objects) so that Scrapy's
+        "Enabled ..." log lines name them readably.
+        """
+        from scrapy.utils.misc import load_object
+
         for name, component, priority in COMPONENTS:
-            settings.setdefault_in_component_priority_dict(name, component, priority)
+            current = settings.getdict(name)
+            if any(_loads(load_object, key) is component for key in current):
+                continue
+            current[f"{component.__module__}.{component.__qualname__}"] = priority
+            settings.set(name, current, settings.getpriority(name) or 0)
+
+
+def _loads(load_object: Any, key: Any) -> Any:
+    try:
+        return load_object(key)
+    except (ImportError, NameError, ValueError, AttributeError):
+        return None

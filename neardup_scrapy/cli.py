@@ -1,29 +1,31 @@
-"""The ``neardup-scrapy`` command: find near-duplicates in a JSON Lines dump, render reports.
+"""The ``neardup-scrapy`` command: find near-duplicates in crawled pages, render reports.
 
 Usage::
 
     neardup-scrapy scan INPUT [-o OUTPUT] [--report REPORT.json] [--html REPORT.html]
-                        [--threshold T] [--algorithm both|minhash|simhash] [--num-perm N]
-                        [--shingle-size N] [--min-tokens N] [--simhash-distance N]
-                        [--scope global|host] [-q | -v]
+                        [--clusters FILE] [--pairs FILE] [--jobs N] [--max-body-bytes N]
+                        [--retag] [--threshold T] [--algorithm both|minhash|simhash]
+                        [--num-perm N] [--shingle-size N] [--min-tokens N]
+                        [--simhash-distance N] [--scope global|host] [-q | -v]
     neardup-scrapy report REPORT.json [-o REPORT.html] [--summary] [-q]
 
-``scan`` reads JSON Lines (plain or gzip, ``-`` for stdin), one page per line with ``url`` and
-``html`` (or ``body``; or ``text`` for plain text), checks every page in input order and
-writes each input line to OUTPUT unchanged, with a ``neardup`` key holding the page's tag
-object added at the end of the record. OUTPUT ending in ``.gz`` is gzip-compressed; ``-``
-means stdout; without ``-o`` the records go to stdout unless stdout is a terminal (then they
-are not written, and a note says so).
+``scan`` reads JSON Lines or a JSON array (Scrapy's ``-O items.jsonl`` / ``-O items.json``
+feeds; gzip allowed; ``-`` for stdin), one page per record with ``url`` and ``html`` (or
+``body``; or ``text`` for plain text), or a web archive (WARC/ARC, plain or gzip, and WACZ):
+its HTML ``response`` records. It checks every page in input order and writes each JSON
+record to OUTPUT unchanged, with a ``neardup`` key holding the page's tag object added at the
+end (a record that already has one keeps it unless ``--retag``). For an archive, OUTPUT gets
+one JSON line per HTML response record: ``url``, ``warc_record_id`` and ``neardup``.
 
-A line that cannot be used (invalid JSON, not an object, no ``url``, no ``html``/``body``/
-``text``, a field of the wrong type) is reported on stderr with its line number, kept out of
-the detection and still written to OUTPUT: an object keeps its keys and gets
-``"neardup": {"status": "skipped", ..., "reason": "malformed: ...", "line": N}``; any other
-line is written as ``{"raw": "<the line>", "neardup": {...}}``. Blank lines are ignored.
+A record that is not checked is counted by reason (an archive's request records and images
+too). A JSON record that cannot be used (invalid JSON, not an object, no ``url``, no page
+body, a field of the wrong type, nested too deep) is reported on stderr with its line number
+and still written to OUTPUT with a ``skipped`` tag whose ``reason`` says why.
 
-Exit status: 0 all lines used; 1 some lines were malformed (the output is still complete);
-2 usage, parameter or input/output error; 130 interrupted (Ctrl-C). On an input error or an
-interrupt the output, the report and the summary cover the lines read so far.
+Exit status: 0 ok; 1 some records could not be used (the output is still complete);
+2 usage, parameter or input/output error, or an input with no page body at all;
+130 interrupted (Ctrl-C). On an input error or an interrupt the output, the report and the
+summary cover the records done so far.
 
 This module imports neither Scrapy nor (until ``scan`` runs) the detector, so it starts fast.
 """
@@ -40,7 +42,8 @@ import re
 import sys
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, BinaryIO
 
@@ -48,11 +51,13 @@ from .progress import Progress
 
 EXIT_OK = 0
 EXIT_MALFORMED = 1
+#: Same value: some records could not be used.
+EXIT_UNUSABLE = EXIT_MALFORMED
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
 
 PROG = "neardup-scrapy"
-#: Malformed lines reported one by one on stderr (all of them with ``--verbose``).
+#: Unusable records reported one by one on stderr (all of them with ``--verbose``).
 MAX_LINE_MESSAGES = 20
 #: Lines of the end-of-scan summary on stderr.
 SUMMARY_LINES = 25
@@ -60,7 +65,9 @@ SUMMARY_LINES = 25
 GZIP_LEVEL = 6
 _BUFFER = 1 << 20
 _GZIP_MAGIC = b"\x1f\x8b"
-_CONTENT_KEYS = ("html", "body", "text")
+TAG_KEY = "neardup"
+#: Reason of a record without a page body (see :mod:`neardup_scrapy.inputs.base`).
+NO_BODY_REASON = "no page body"
 #: Detector parameter -> option, to name the option in error messages.
 _OPTIONS = {
     "threshold": "--threshold",
@@ -75,10 +82,6 @@ _OPTIONS = {
 
 class CliError(Exception):
     """A usage, parameter or I/O problem: printed as one line, exit status 2."""
-
-
-class _Malformed(Exception):
-    """An input line that cannot be used; the message says why."""
 
 
 class _OutputError(Exception):
@@ -98,26 +101,37 @@ def _version() -> str:
         return "0+unknown"
 
 
+_EPILOG = (
+    "Exit status: 0 ok, 1 some records could not be used, 2 usage or I/O error or no page bodies, "
+    "130 interrupted."
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``neardup-scrapy`` and its subcommands."""
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Near-duplicate detection for crawled pages, and its reports.",
-        epilog="Exit status: 0 ok, 1 some input lines malformed, 2 usage or I/O error, 130 interrupted.",
+        epilog=_EPILOG,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     scan = sub.add_parser(
         "scan",
-        help="tag the pages of a JSON Lines file as unique / exact / near duplicates",
+        help="tag the pages of a feed or web archive as unique / exact / near duplicates",
         description=(
-            "Read pages (JSON Lines: url + html, body or text; .gz allowed; - for stdin), check them "
-            "in order and write each record with a 'neardup' tag object added."
+            "Read pages (JSON Lines or a JSON array: url + html, body or text; .gz allowed; - for "
+            "stdin; or WARC/ARC/WACZ), check them in order and write each record with a 'neardup' "
+            "tag object added (for an archive: one line per HTML response record)."
         ),
-        epilog="Exit status: 0 ok, 1 some input lines malformed, 2 usage or I/O error, 130 interrupted.",
+        epilog=_EPILOG,
     )
-    scan.add_argument("input", metavar="INPUT", help="JSON Lines file (.gz allowed), or - for stdin")
+    scan.add_argument(
+        "input",
+        metavar="INPUT",
+        help="JSON Lines, JSON array, .warc[.gz], .arc[.gz] or .wacz file (.gz allowed), or - for stdin",
+    )
     scan.add_argument(
         "-o",
         "--output",
@@ -126,6 +140,36 @@ def build_parser() -> argparse.ArgumentParser:
     )
     scan.add_argument("--report", metavar="REPORT.json", help="write the JSON report (neardup-report/1)")
     scan.add_argument("--html", metavar="REPORT.html", help="write the HTML report")
+    scan.add_argument(
+        "--clusters",
+        metavar="FILE",
+        help="write every cluster with every member (JSON Lines; Parquet if FILE ends .parquet)",
+    )
+    scan.add_argument(
+        "--pairs",
+        metavar="FILE",
+        help="write every duplicate with its representative (JSON Lines; Parquet if .parquet)",
+    )
+    scan.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        default=None,
+        metavar="N",
+        help="processes that decode and analyse pages (default: all cores); verdicts do not change",
+    )
+    scan.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=10_000_000,
+        metavar="N",
+        help="larger page bodies are skipped as 'too large', longer JSON lines unread (10000000; 0: no cap)",
+    )
+    scan.add_argument(
+        "--retag",
+        action="store_true",
+        help="replace a 'neardup' key the records already have (default: keep it)",
+    )
     scan.add_argument(
         "--threshold",
         type=float,
@@ -157,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     noise = scan.add_mutually_exclusive_group()
     noise.add_argument("-q", "--quiet", action="store_true", help="no progress line and no summary")
     noise.add_argument(
-        "-v", "--verbose", action="store_true", help="print every duplicate and every malformed line"
+        "-v", "--verbose", action="store_true", help="print every duplicate and every unusable record"
     )
     scan.set_defaults(run=_run_scan)
 
@@ -205,52 +249,6 @@ def _err(message: str) -> None:
 
 
 # -- files -------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Input:
-    """An opened input: its lines, its size when known and a way to tell how far we are."""
-
-    name: str
-    lines: Iterable[bytes]
-    total: int | None
-    position: Callable[[], int]
-    closers: list[Callable[[], None]] = field(default_factory=list)
-
-    def close(self) -> None:
-        for close in reversed(self.closers):
-            with contextlib.suppress(OSError):
-                close()
-
-
-def _open_input(path: str) -> _Input:
-    """Open INPUT (a file or ``-``), decompressing gzip (detected by its magic bytes)."""
-    if path == "-":
-        stream: Any = sys.stdin.buffer
-        if not isinstance(stream, io.BufferedReader):
-            stream = io.BufferedReader(stream, _BUFFER)
-        if stream.peek(2)[:2] == _GZIP_MAGIC:
-            gz = gzip.GzipFile(fileobj=stream, mode="rb")
-            return _Input("<stdin>", gz, None, lambda: 0, [gz.close])
-        return _Input("<stdin>", stream, None, lambda: 0)
-    try:
-        raw = io.BufferedReader(io.FileIO(path, "rb"), _BUFFER)
-    except FileNotFoundError:
-        raise CliError(f"INPUT {path}: no such file") from None
-    except IsADirectoryError:
-        raise CliError(f"INPUT {path}: is a directory") from None
-    except OSError as exc:
-        raise CliError(f"INPUT {path}: cannot open: {exc.strerror or exc}") from None
-    try:
-        size: int | None = os.fstat(raw.fileno()).st_size or None
-        magic = raw.peek(2)[:2]
-    except OSError as exc:
-        raw.close()
-        raise CliError(f"INPUT {path}: cannot read: {exc.strerror or exc}") from None
-    if magic == _GZIP_MAGIC:
-        gz = gzip.GzipFile(fileobj=raw, mode="rb")
-        return _Input(path, gz, size, raw.tell, [gz.close, raw.close])
-    return _Input(path, raw, size, raw.tell, [raw.close])
 
 
 def _check_writable(path: str | None, what: str) -> None:
@@ -325,53 +323,53 @@ def report_json(report: dict[str, Any]) -> str:
     return strict_json(report)
 
 
+def plural(count: int, word: str, words: str | None = None) -> str:
+    """``"1 page"``, ``"2 pages"``, ``"1,074 records"``."""
+    return f"{count:,} {word if count == 1 else (words or word + 's')}"
+
+
 # -- scan --------------------------------------------------------------------------------------
 
 
 @dataclass
 class ScanStats:
-    """What a scan read: lines, pages checked, malformed and blank lines."""
+    """What a scan read and did.
 
-    lines: int = 0
+    Attributes:
+        records: records read and written (or passed over) so far, in input order.
+        pages: pages checked.
+        duplicates: exact and near duplicates among them.
+        problems: records that could not be used because of a defect of the input.
+        problem_numbers: the first of their line or record numbers.
+        reasons: records not checked, by reason (defects and non-pages alike).
+        kept: records whose existing ``neardup`` key was kept (no ``--retag``).
+        written: records written to OUTPUT.
+    """
+
+    records: int = 0
     pages: int = 0
     duplicates: int = 0
-    malformed: int = 0
+    problems: int = 0
+    problem_numbers: list[int] = field(default_factory=list)
+    reasons: Counter[str] = field(default_factory=Counter)
+    kept: int = 0
+    written: int = 0
     blank: int = 0
-    malformed_lines: list[int] = field(default_factory=list)
 
 
-def _skipped_tag(reason: str, lineno: int) -> dict[str, Any]:
-    return {
+def _skipped_tag(reason: str, number: int | None) -> dict[str, Any]:
+    tag: dict[str, Any] = {
         "status": "skipped",
         "duplicate_of": None,
         "similarity": None,
         "hamming": None,
         "cluster": None,
         "mirror_of": None,
-        "reason": f"malformed: {reason}",
-        "line": lineno,
+        "reason": reason,
     }
-
-
-def _page(record: Any) -> tuple[str, str, str]:
-    """``(url, content key, content)`` of a decoded record, or :class:`_Malformed`."""
-    if type(record) is not dict:
-        raise _Malformed(f"not a JSON object but {type(record).__name__}")
-    url = record.get("url")
-    if url is None:
-        raise _Malformed("no 'url' field")
-    if not isinstance(url, str):
-        raise _Malformed(f"'url' is {type(url).__name__}, not a string")
-    if not url:
-        raise _Malformed("'url' is empty")
-    for key in _CONTENT_KEYS:
-        value = record.get(key)
-        if value is None:
-            continue
-        if not isinstance(value, str):
-            raise _Malformed(f"'{key}' is {type(value).__name__}, not a string")
-        return url, key, value
-    raise _Malformed("no 'html', 'body' or 'text' field")
+    if number is not None:
+        tag["line"] = number
+    return tag
 
 
 def _detector(args: argparse.Namespace) -> Any:
@@ -399,11 +397,39 @@ def _detector(args: argparse.Namespace) -> Any:
         raise CliError(message) from None
 
 
+def _export_options(args: argparse.Namespace) -> None:
+    for path, what in ((args.clusters, "--clusters"), (args.pairs, "--pairs")):
+        if path and path.endswith(".parquet"):
+            try:
+                import pyarrow  # noqa: F401
+            except ImportError:
+                raise CliError(
+                    f'{what} {path}: Parquet needs pyarrow (pip install "neardup-scrapy[parquet]")'
+                ) from None
+
+
 def _run_scan(args: argparse.Namespace) -> int:
+    if args.max_body_bytes < 0:
+        raise CliError(f"argument --max-body-bytes: invalid value {args.max_body_bytes}: expected >= 0")
+    if args.jobs is not None and args.jobs < 1:
+        raise CliError(f"argument --jobs: invalid value {args.jobs}: expected an integer >= 1")
     detector = _detector(args)
-    for path, what in ((args.output, "OUTPUT"), (args.report, "--report"), (args.html, "--html")):
+    outputs = (
+        (args.output, "OUTPUT"),
+        (args.report, "--report"),
+        (args.html, "--html"),
+        (args.clusters, "--clusters"),
+        (args.pairs, "--pairs"),
+    )
+    for path, what in outputs:
         _check_writable(path, what)
-    source = _open_input(args.input)
+    _export_options(args)
+    from .inputs import InputFormatError, open_input
+
+    try:
+        source = open_input(args.input, args.max_body_bytes)
+    except InputFormatError as exc:
+        raise CliError(str(exc)) from None
     try:
         out, out_name = _open_output(args.output)
     except CliError:
@@ -417,10 +443,13 @@ def _run_scan(args: argparse.Namespace) -> int:
     started = time.monotonic()
     status = EXIT_OK
     try:
-        _scan_lines(args, detector=detector, source=source, out=out, progress=progress, stats=stats)
+        _scan_records(args, detector=detector, source=source, out=out, progress=progress, stats=stats)
     except KeyboardInterrupt:
         progress.close()
-        _err(f"interrupted after {stats.lines:,} lines; output, report and summary cover the lines done")
+        _err(
+            f"interrupted after {plural(stats.records, 'record')} ({plural(stats.written, 'record')} "
+            "written); output, report and summary cover them"
+        )
         status = EXIT_INTERRUPTED
     except _OutputError as exc:
         progress.close()
@@ -430,9 +459,13 @@ def _run_scan(args: argparse.Namespace) -> int:
         else:
             _err(f"OUTPUT {out_name}: cannot write: {exc.error.strerror or exc.error}")
         status = EXIT_ERROR
+    except InputFormatError as exc:
+        progress.close()
+        _err(f"{source.name}: {exc}")
+        status = EXIT_ERROR
     except (OSError, EOFError, zlib.error) as exc:
         progress.close()
-        _err(f"{source.name}: line {stats.lines + 1}: cannot read input: {exc}")
+        _err(f"{source.name}: record {stats.records + 1}: cannot read input: {exc}")
         status = EXIT_ERROR
     finally:
         progress.close()
@@ -450,45 +483,83 @@ def _run_scan(args: argparse.Namespace) -> int:
                 _err(f"OUTPUT {out_name}: cannot write: {exc}")
                 status = max(status, EXIT_ERROR)
     elapsed = time.monotonic() - started
+    stats.blank = source.counter.blank
 
-    report = detector.report()
+    if status == EXIT_OK and stats.pages == 0 and stats.reasons.get(NO_BODY_REASON):
+        detector.close()
+        _err(
+            f"{source.name}: no page bodies to check: its records have no 'html' field; add one to "
+            "your items (e.g. item['html'] = response.text), or scan a WARC of the crawl"
+        )
+        return EXIT_ERROR
+
+    written: list[str] = [name for name in (out_name,) if name]
     try:
+        report = detector.report()
         if args.report:
             _write_text(args.report, report_json(report))
+            written.append(args.report)
         if args.html:
             from .report.html import render_html
 
             _write_text(args.html, render_html(report))
+            written.append(args.html)
+        if args.clusters or args.pairs:
+            written += _write_exports(args, detector)
     finally:
         detector.close()
     if not args.quiet:
         from .report.text import format_summary
 
-        lines = format_summary(report, max_lines=SUMMARY_LINES - 2)
-        lines.append(_input_line(stats, elapsed))
-        written = [name for name in (out_name, args.report, args.html) if name]
+        lines = format_summary(report, max_lines=SUMMARY_LINES - 3)
+        lines += _input_lines(stats, elapsed)
         if written:
             lines.append("wrote: " + ", ".join(written))
         sys.stderr.write("".join(line + "\n" for line in lines))
         sys.stderr.flush()
-    if status == EXIT_OK and stats.malformed:
+    if status == EXIT_OK and stats.problems:
         status = EXIT_MALFORMED
     return status
 
 
-def _input_line(stats: ScanStats, elapsed: float) -> str:
+def _write_exports(args: argparse.Namespace, detector: Any) -> list[str]:
+    from .core.exports import cluster_rows, pair_rows, write_rows
+
+    clusters = cluster_rows(detector.storage)
+    done = []
+    try:
+        if args.clusters:
+            write_rows(args.clusters, clusters, "clusters")
+            done.append(args.clusters)
+        if args.pairs:
+            write_rows(args.pairs, pair_rows(clusters), "pairs")
+            done.append(args.pairs)
+    except (OSError, ImportError) as exc:
+        raise CliError(f"cannot write an export: {exc}") from None
+    return done
+
+
+def _input_lines(stats: ScanStats, elapsed: float) -> list[str]:
     rate = stats.pages / elapsed if elapsed > 0 else 0.0
     text = (
-        f"input: {stats.lines:,} lines, {stats.pages:,} pages checked in {elapsed:.1f} s "
-        f"({rate:,.1f} pages/s)"
+        f"input: {plural(stats.records, 'record')}, {plural(stats.pages, 'page')} checked in "
+        f"{elapsed:.1f} s ({rate:,.1f} pages/s)"
     )
     if stats.blank:
-        text += f", {stats.blank:,} blank"
-    if stats.malformed:
-        first = ", ".join(str(n) for n in stats.malformed_lines[:5])
-        more = ", ..." if stats.malformed > 5 else ""
-        text += f", {stats.malformed:,} MALFORMED (line {first}{more})"
-    return text
+        text += f", {stats.blank:,} blank {'line' if stats.blank == 1 else 'lines'}"
+    if stats.kept:
+        text += f", {stats.kept:,} kept their '{TAG_KEY}' (--retag replaces it)"
+    lines = [text]
+    if stats.reasons:
+        parts = [f"{count:,} {reason}" for reason, count in stats.reasons.most_common(6)]
+        more = len(stats.reasons) - 6
+        line = "not checked: " + ", ".join(parts) + (f", {more} more reasons" if more > 0 else "")
+        if stats.problems:
+            first = ", ".join(str(n) for n in stats.problem_numbers[:5])
+            more_numbers = ", ..." if stats.problems > 5 else ""
+            line += f" ({plural(stats.problems, 'unusable record')}: {first}{more_numbers})"
+        lines.append(line)
+    return lines
 
 
 def _silence_stdout() -> None:
@@ -501,87 +572,135 @@ def _silence_stdout() -> None:
         pass
 
 
-def _scan_lines(
+def _scan_records(
     args: argparse.Namespace,
     *,
     detector: Any,
-    source: _Input,
+    source: Any,
     out: BinaryIO | None,
     progress: Progress,
     stats: ScanStats,
 ) -> None:
-    """The scan loop: parse, check, tag, write; one line at a time, in input order."""
-    loads, dumps = json.loads, json.dumps
-    check = detector.check
+    """The scan loop: analyse (maybe in other processes), check, tag, write; in input order."""
+    waiting: list[str] = []
+    try:
+        _scan_loop(args, detector, source, out, progress, stats, waiting)
+    finally:
+        if waiting and stats.pages:
+            progress.write("\n".join(waiting))
+
+
+def _scan_loop(  # noqa: PLR0917
+    args: argparse.Namespace,
+    detector: Any,
+    source: Any,
+    out: BinaryIO | None,
+    progress: Progress,
+    stats: ScanStats,
+    waiting: list[str],
+) -> None:
+    from .inputs.base import NO_BODY
+    from .inputs.detect import WACZ, WARC
+    from .inputs.warc import is_html_response
+    from .scanjobs import analysed, default_jobs
+
+    dumps = json.dumps
+    check = detector.check_analysis
     write = out.write if out is not None else None
     verbose = args.verbose
+    retag = args.retag
+    archive = source.format in (WARC, WACZ)
     show_progress = progress.enabled
-    lines: Iterator[bytes] = iter(source.lines)
-    for lineno, raw in enumerate(lines, start=1):
-        stats.lines = lineno
-        try:
-            try:
-                record = loads(raw)
-            except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
-                if not raw.strip():
-                    stats.blank += 1
-                    continue
-                if isinstance(exc, json.JSONDecodeError):
-                    raise _Malformed(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
-                raise _Malformed("not UTF-8 text") from None
-            url, key, content = _page(record)
-        except _Malformed as exc:
-            stats.malformed += 1
-            if len(stats.malformed_lines) < 100:
-                stats.malformed_lines.append(lineno)
-            if verbose or stats.malformed <= MAX_LINE_MESSAGES:
-                progress.write(f"{PROG}: {source.name}:{lineno}: {exc}")
-                if not verbose and stats.malformed == MAX_LINE_MESSAGES:
-                    progress.write(f"{PROG}: further malformed lines are counted but not shown (use -v)")
+    jobs = args.jobs or default_jobs()
+    shown = 0
+    for unit, record, analysis in analysed(source.units, detector.params, args.max_body_bytes, jobs):
+        number = unit.number
+        line: bytes | None = None
+        if record.reason is not None:
+            reason = record.reason
+            stats.reasons[reason.split(":", 1)[0]] += 1
+            if record.problem:
+                stats.problems += 1
+                if len(stats.problem_numbers) < 100:
+                    stats.problem_numbers.append(number)
+                if verbose or shown < MAX_LINE_MESSAGES:
+                    shown += 1
+                    message = f"{PROG}: {source.name}:{number}: {reason}"
+                    if not verbose and shown == MAX_LINE_MESSAGES:
+                        message += f"\n{PROG}: further unusable records are counted but not shown (use -v)"
+                    # Until a page has a body, "no page body" waits: an input with none gets one hint.
+                    if reason == NO_BODY and not stats.pages:
+                        waiting.append(message)
+                    else:
+                        progress.write(message)
             if write is not None:
-                tag = _skipped_tag(str(exc), lineno)
-                if type(record := _try_loads(raw)) is dict:
-                    record["neardup"] = tag
-                    line = dumps(record).encode() + b"\n"
+                if archive:
+                    if is_html_response(unit):
+                        tag = _skipped_tag(reason, None)
+                        line = _sidecar(unit, tag)
+                elif not unit.payload:  # a line too long to read
+                    line = dumps({"line": number, TAG_KEY: _skipped_tag(reason, number)}).encode() + b"\n"
+                elif record.is_object and record.has_tag and not retag:
+                    stats.kept += 1
+                    line = unit.payload.rstrip(b"\r\n") + b"\n"
                 else:
-                    text = raw.rstrip(b"\r\n").decode("utf-8", "replace")
-                    line = dumps({"raw": text, "neardup": tag}).encode() + b"\n"
-                try:
-                    write(line)
-                except OSError as error:
-                    raise _OutputError(error) from error
-            continue
-
-        verdict = check(url, text=content) if key == "text" else check(url, content)
-        stats.pages += 1
-        tag_bytes = dumps(verdict.to_dict(), allow_nan=False).encode()
-        if verdict.status in ("exact", "near"):
-            stats.duplicates += 1
-            if verbose:
-                sim = "-" if verdict.similarity is None else f"{verdict.similarity:.3f}"
-                ham = "-" if verdict.hamming is None else str(verdict.hamming)
-                where = f"{source.name}:{lineno}"
-                progress.write(f"{where}: {verdict.status} J={sim} H={ham} {url} -> {verdict.duplicate_of}")
-        if write is not None:
-            if "neardup" in record:
-                record["neardup"] = verdict.to_dict()
-                line = dumps(record).encode() + b"\n"
-            else:
-                # The record is written byte for byte; the tag goes before its closing brace.
-                line = b"".join((raw.rstrip()[:-1], b', "neardup": ', tag_bytes, b"}\n"))
+                    line = _tagged_copy(unit.payload, record.is_object, _skipped_tag(reason, number))
+        else:
+            assert record.url is not None and analysis is not None
+            if waiting:
+                progress.write("\n".join(waiting))
+                waiting.clear()
+            verdict = check(record.url, analysis, nbytes=record.nbytes)
+            stats.pages += 1
+            if verdict.status in ("exact", "near"):
+                stats.duplicates += 1
+                if verbose:
+                    sim = "-" if verdict.similarity is None else f"{verdict.similarity:.3f}"
+                    ham = "-" if verdict.hamming is None else str(verdict.hamming)
+                    where = f"{source.name}:{number}"
+                    progress.write(
+                        f"{where}: {verdict.status} J={sim} H={ham} {record.url} -> {verdict.duplicate_of}"
+                    )
+            if write is not None:
+                tag = verdict.to_dict()
+                if archive:
+                    line = _sidecar(unit, tag)
+                elif record.has_tag and not retag:
+                    stats.kept += 1
+                    line = unit.payload.rstrip(b"\r\n") + b"\n"
+                elif record.has_tag:
+                    line = _tagged_copy(unit.payload, True, tag)
+                else:
+                    # The record is written byte for byte; the tag goes before its closing brace.
+                    tag_bytes = dumps(tag, allow_nan=False).encode()
+                    line = b"".join((unit.payload.rstrip()[:-1], b', "neardup": ', tag_bytes, b"}\n"))
+        if line is not None and write is not None:
             try:
                 write(line)
             except OSError as error:
                 raise _OutputError(error) from error
+            stats.written += 1
+        stats.records += 1
         if show_progress:
             progress.update(stats.pages, source.position(), stats.duplicates)
 
 
-def _try_loads(raw: bytes) -> Any:
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return None
+def _sidecar(unit: Any, tag: dict[str, Any]) -> bytes:
+    """The output line of an archive's HTML response record."""
+    row = {"url": unit.url, "warc_record_id": unit.record_id, TAG_KEY: tag}
+    return json.dumps(row, ensure_ascii=False, allow_nan=False).encode("utf-8", "surrogatepass") + b"\n"
+
+
+def _tagged_copy(payload: bytes, is_object: bool, tag: dict[str, Any]) -> bytes:
+    """The record with ``tag`` as its ``neardup`` key (replacing one it has), or ``{"raw": ...}``."""
+    if is_object:
+        with contextlib.suppress(ValueError, RecursionError):
+            data = json.loads(payload)
+            if type(data) is dict:
+                data[TAG_KEY] = tag
+                return json.dumps(data).encode() + b"\n"
+    text = payload.rstrip(b"\r\n").decode("utf-8", "replace")
+    return json.dumps({"raw": text, TAG_KEY: tag}).encode() + b"\n"
 
 
 # -- report ------------------------------------------------------------------------------------

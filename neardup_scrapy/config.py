@@ -18,7 +18,14 @@ from scrapy.settings import BaseSettings
 
 from .core.params import DetectorParams, ParameterError
 
-__all__ = ["ACTIONS", "STORAGE_ERROR_POLICIES", "NeardupConfig", "NeardupSettingsError", "parse_settings"]
+__all__ = [
+    "ACTIONS",
+    "STORAGE_ERROR_POLICIES",
+    "MonitorThresholds",
+    "NeardupConfig",
+    "NeardupSettingsError",
+    "parse_settings",
+]
 
 ACTIONS = ("tag", "drop")
 STORAGE_ERROR_POLICIES = ("pass", "stop")
@@ -67,6 +74,23 @@ class NeardupSettingsError(ValueError):
 
 
 @dataclass(frozen=True)
+class MonitorThresholds:
+    """The ``NEARDUP_MONITOR_*`` settings (see :mod:`neardup_scrapy.monitors`).
+
+    Attributes:
+        max_duplicate_share: duplicates / checked pages above which the monitor fails.
+        max_skipped_share: skipped / all pages above which it fails.
+        max_storage_errors: storage errors above which it fails.
+        min_pages: fewer pages than this: the share checks pass (too few to judge).
+    """
+
+    max_duplicate_share: float = 0.5
+    max_skipped_share: float = 0.5
+    max_storage_errors: int = 0
+    min_pages: int = 20
+
+
+@dataclass(frozen=True)
 class NeardupConfig:
     """The parsed ``NEARDUP_*`` settings of one crawler.
 
@@ -90,6 +114,10 @@ class NeardupConfig:
         keep_excerpts: texts kept for the report's near-duplicate examples.
         worker: ``"process"`` (pages are checked in a helper process, off the crawl's CPU core)
             or ``"inline"`` (in the crawl's process, reusing the tree Scrapy parsed).
+        clusters_file: ``NEARDUP_CLUSTERS_FILE``: every cluster, written at close.
+        pairs_file: ``NEARDUP_PAIRS_FILE``: every duplicate pair, written at close.
+        warc_file: ``NEARDUP_WARC_FILE``: a WARC of the responses checked.
+        monitor: the ``NEARDUP_MONITOR_*`` thresholds of :mod:`neardup_scrapy.monitors`.
     """
 
     enabled: bool = True
@@ -110,6 +138,10 @@ class NeardupConfig:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     keep_excerpts: int = 2000
     worker: str = "process"
+    clusters_file: str | None = None
+    pairs_file: str | None = None
+    warc_file: str | None = None
+    monitor: MonitorThresholds = dataclasses.field(default_factory=MonitorThresholds)
 
     @property
     def drop(self) -> bool:
@@ -330,4 +362,27 @@ def parse_settings(settings: BaseSettings, spider_name: str | None = None) -> Ne
         ),
         keep_excerpts=read.get_int("NEARDUP_KEEP_EXCERPTS", 2000, "an integer >= 0", 0),
         worker=read.choice("NEARDUP_WORKER", "process", WORKER_MODES),
+        clusters_file=read.optional_str("NEARDUP_CLUSTERS_FILE", "a file path or None"),
+        pairs_file=read.optional_str("NEARDUP_PAIRS_FILE", "a file path or None"),
+        warc_file=read.optional_str("NEARDUP_WARC_FILE", "a file path or None"),
+        monitor=_monitor(read),
+    )
+
+
+def _share(read: _Reader, name: str, default: float) -> float:
+    value = read.get_float(name, default, "a number in [0, 1]")
+    if not 0.0 <= value <= 1.0:
+        raise NeardupSettingsError(name, read.raw(name), "a number in [0, 1]")
+    return value
+
+
+def _monitor(read: _Reader) -> MonitorThresholds:
+    default = MonitorThresholds()
+    return MonitorThresholds(
+        max_duplicate_share=_share(read, "NEARDUP_MONITOR_MAX_DUPLICATE_SHARE", default.max_duplicate_share),
+        max_skipped_share=_share(read, "NEARDUP_MONITOR_MAX_SKIPPED_SHARE", default.max_skipped_share),
+        max_storage_errors=read.get_int(
+            "NEARDUP_MONITOR_MAX_STORAGE_ERRORS", default.max_storage_errors, "an integer >= 0", 0
+        ),
+        min_pages=read.get_int("NEARDUP_MONITOR_MIN_PAGES", default.min_pages, "an integer >= 0", 0),
     )

@@ -70,6 +70,27 @@ class NeardupExtension:
             self._save(self.config.report_file, lambda: report_json(report))
         if self.config.report_html:
             self._save(self.config.report_html, lambda: _render_html(report))
+        if self.config.clusters_file or self.config.pairs_file:
+            self._export(runtime)
+
+    def _export(self, runtime: NeardupRuntime) -> None:
+        from .core.exports import pair_rows, write_rows
+
+        try:
+            clusters = runtime.cluster_rows()
+        except Exception as exc:
+            logger.error("neardup: cannot read the clusters for NEARDUP_CLUSTERS_FILE/PAIRS_FILE: %s", exc)
+            return
+        for path, kind in ((self.config.clusters_file, "clusters"), (self.config.pairs_file, "pairs")):
+            if not path:
+                continue
+            rows = clusters if kind == "clusters" else pair_rows(clusters)
+            try:
+                count = write_rows(path, rows, kind)
+            except Exception as exc:
+                logger.error("neardup: cannot write the %s file %s: %s", kind, path, exc)
+                continue
+            logger.info("neardup: %s written to %s (%d rows)", kind, path, count)
 
     @staticmethod
     def _log_summary(report: dict[str, Any]) -> None:

@@ -21,12 +21,13 @@ from collections.abc import AsyncIterator, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
-from scrapy import Request
+from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Response
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
+from .archive import WarcKeeper, response_headers
 from .core import Verdict
 from .core.hosts import host_of
 from .core.urls import redact_url
@@ -123,22 +124,92 @@ class NeardupDownloaderMiddleware:
         self.crawler = crawler
         self.runtime = NeardupRuntime.of(crawler)
         self.config = self.runtime.config
+        self._gate_installed = False
+        if self.config.skip_mirrors:
+            crawler.signals.connect(self._install_gate, signal=signals.spider_opened)
+        self._warc: WarcKeeper | None = None
+        if self.config.warc_file:
+            self._warc = WarcKeeper(self.config.warc_file)
+            crawler.signals.connect(self._close_warc, signal=signals.spider_closed)
+
+    def _keep(self, response: Response) -> None:
+        """Add a checked response to ``NEARDUP_WARC_FILE``; a write error stops the keeping, not the crawl."""
+        if self._warc is None:
+            return
+        try:
+            self._warc.write(response.url, response.status, response_headers(response.headers), response.body)
+        except Exception as exc:
+            logger.error(
+                "neardup: cannot write NEARDUP_WARC_FILE %s (%s); no more pages are kept",
+                self._warc.path,
+                exc,
+            )
+            self._warc.close()
+            self._warc = None
+            return
+        self.runtime.stats.inc_value("neardup/warc_records")
+
+    def _close_warc(self, spider: Any = None) -> None:
+        if self._warc is not None:
+            self._warc.close()
+            n = self._warc.records
+            word = "response" if n == 1 else "responses"
+            logger.info("neardup: %d %s kept in %s", n, word, self._warc.path)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         """Build the middleware (raises ``NotConfigured`` when ``NEARDUP_ENABLED`` is False)."""
         return cls(crawler)
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    def _install_gate(self, spider: Any = None) -> None:
+        """Drop requests to mirror hosts as they leave the scheduler, before any download.
+
+        A request dropped there is no downloader exception (``downloader/exception_count``
+        stays as it is); it is counted as ``neardup/mirror_requests_skipped`` and logged at
+        DEBUG. Requests leave the scheduler after its duplicate filter, so each url counts once.
+        """
+        engine = getattr(self.crawler, "engine", None)
+        scheduler = getattr(engine, "scheduler", None)
+        if scheduler is None:  # Scrapy < 2.14 keeps it in the engine's slot
+            scheduler = getattr(getattr(engine, "_slot", None), "scheduler", None)
+        original = getattr(scheduler, "next_request", None)
+        if original is None:
+            logger.debug("neardup: no scheduler to filter; mirror requests are dropped by the middleware")
+            return
+
+        def next_request() -> Request | None:
+            while True:
+                request = original()
+                if request is None or not self._to_mirror(request):
+                    return request  # type: ignore[no-any-return]
+                logger.debug("neardup: request to a mirror host dropped: %s", redact_url(request.url))
+
+        assert scheduler is not None
+        scheduler.next_request = next_request
+        self._gate_installed = True
+
+    def _to_mirror(self, request: Request) -> bool:
+        if request.meta.get(OPT_OUT_KEY) or self.runtime.mirror_of(request.url) is None:
+            return False
+        self.runtime.stats.inc_value("neardup/mirror_requests_skipped")
+        return True
+
     def process_request(self, request: Request, spider: Any = None) -> None:
-        """Forget a tag copied from another response; skip requests to mirror hosts."""
+        """Forget a tag copied from another response; skip requests to mirror hosts.
+
+        Requests to mirror hosts are normally dropped as they leave the scheduler (no
+        exception); only when no scheduler could be filtered are they refused here, with a
+        :class:`MirrorHostRequest`.
+        """
         meta = request.meta
         if META_KEY in meta:
             del meta[META_KEY]
-        if self.config.skip_mirrors and not meta.get(OPT_OUT_KEY):
+        if self.config.skip_mirrors and not self._gate_installed and self._to_mirror(request):
             target = self.runtime.mirror_of(request.url)
-            if target is not None:
-                self.runtime.stats.inc_value("neardup/mirror_requests_skipped")
-                raise MirrorHostRequest(f"neardup: {host_of(request.url)} mirrors {target}")
+            raise MirrorHostRequest(f"neardup: {host_of(request.url)} mirrors {target}")
 
     def process_response(
         self, request: Request, response: Response, spider: Any = None
@@ -195,6 +266,7 @@ class NeardupDownloaderMiddleware:
         body = response.body
         if self.config.max_body_bytes and len(body) > self.config.max_body_bytes:
             return self.runtime.skip(url, "too large")
+        self._keep(response)
         # Both modes read the text Scrapy decoded (and the tree it parses from it), so inline and
         # worker verdicts agree for every encoding.
         return self.runtime.check_page(
@@ -209,8 +281,9 @@ class NeardupSpiderMiddleware:
     * ``NEARDUP_FOLLOW_DUPLICATES = False``: requests yielded while parsing a duplicate page are
       dropped (``neardup/requests_not_followed``).
     * ``NEARDUP_SKIP_MIRRORS = True``: start requests to hosts already known as mirrors (a
-      shared or resumed index) are dropped here; later requests to mirror hosts are dropped by
-      the downloader middleware before download (both count ``neardup/mirror_requests_skipped``).
+      shared or resumed index) are dropped here; later requests to mirror hosts are dropped as
+      they leave the scheduler, before download (both count ``neardup/mirror_requests_skipped``;
+      neither is a downloader exception).
 
     Works with sync and async callbacks (``process_spider_output`` and
     ``process_spider_output_async``) and with ``start()`` (``process_start``).
@@ -226,6 +299,9 @@ class NeardupSpiderMiddleware:
     def from_crawler(cls, crawler: Crawler) -> Self:
         """Build the middleware (raises ``NotConfigured`` when ``NEARDUP_ENABLED`` is False)."""
         return cls(crawler)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
 
     async def process_start(self, start: AsyncIterator[Any], spider: Any = None) -> AsyncIterator[Any]:
         """Drop start requests to mirror hosts (known when the index is shared or resumed)."""

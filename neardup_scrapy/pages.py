@@ -11,11 +11,41 @@ encoding or markup.
 from __future__ import annotations
 
 import logging
-from typing import Any
+import re
+import time
+from collections.abc import Callable
+from typing import Any, Final
 
-__all__ = ["html_tree", "response_text", "selector_tree"]
+__all__ = ["ParseTimeout", "html_tree", "page_tree", "response_text", "selector_tree"]
 
 logger = logging.getLogger(__name__)
+
+#: Texts up to this many characters are read from the tree Scrapy builds for the spider (parsed
+#: once for both). libxml2 parses ordinary markup at 7 MB/s or more even on a loaded core, so
+#: that parse stays well inside the check's budget; longer texts are parsed here, in chunks,
+#: with the budget checked between chunks (a parse that cannot finish in time is abandoned).
+SAFE_PARSE_CHARS: Final = 1_000_000
+#: Bytes fed to the parser between two looks at the clock (about 30 ms of parsing).
+PARSE_CHUNK: Final = 1 << 18
+#: Attributes kept per tag. libxml2's HTML parser compares each attribute of a tag with the
+#: tag's earlier ones, so its time grows with the square of their number (100k attributes on
+#: one tag, 0.9 MB: 75 s). Attributes carry no visible text and no real element has hundreds,
+#: so the ones past this many are dropped before parsing: the principle is that parsing time
+#: must be linear in the size of the page whatever its markup.
+MAX_ATTRIBUTES: Final = 256
+#: libxml2 stops at this nesting depth (with ``huge_tree``) and drops the rest of the document.
+_MAX_DEPTH: Final = 2047
+# A tag long enough to hold MAX_ATTRIBUTES attributes (each at least 2 characters); linear:
+# each run of characters between two angle brackets is scanned once.
+_LONG_TAG_RE: Final = re.compile(rf"<[a-zA-Z][^<>]{{{2 * MAX_ATTRIBUTES},}}>")
+_ATTRIBUTE_RE: Final = re.compile(r"""[^\s/>"'=]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'>]*))?""")
+# Whether a tree reaches libxml2's depth limit: a fixed location path, evaluated level by level
+# in C (linear in the number of elements).
+_TOO_DEEP: Final = "boolean(/" + "/*" * _MAX_DEPTH + ")"
+
+
+class ParseTimeout(Exception):
+    """The page could not be parsed within the check's time budget."""
 
 
 def response_text(response: Any) -> str:
@@ -30,6 +60,94 @@ def html_tree(text: str) -> Any:
 
     try:
         return Selector(text=text, type="html").root
+    except Exception as exc:
+        logger.debug("neardup: cannot parse a page (%r); reading its text instead", exc)
+        return None
+
+
+def _cap_attributes(text: str) -> str:
+    """``text`` with the attributes past the ``MAX_ATTRIBUTES``-th of each tag dropped (the
+    same object when no tag has that many)."""
+
+    def cap(match: re.Match[str]) -> str:
+        tag = match.group(0)
+        # the first match is the tag name
+        for attributes, attribute in enumerate(_ATTRIBUTE_RE.finditer(tag, 1)):
+            if attributes > MAX_ATTRIBUTES:
+                return tag[: attribute.start()] + ">"
+        return tag
+
+    capped = _LONG_TAG_RE.sub(cap, text)
+    return text if capped == text else capped
+
+
+def _too_deep(root: Any, text: str | None = None) -> bool:
+    """Whether ``root`` reaches libxml2's depth limit (never when ``text`` has fewer tags)."""
+    if text is not None and text.count("<") < _MAX_DEPTH:
+        return False
+    try:
+        return bool(root.xpath(_TOO_DEEP))
+    except Exception:
+        return False
+
+
+def _bounded_parse(text: str, deadline: float) -> Any:
+    """Parse ``text`` as parsel does for Scrapy (same parser options, same clean-up), feeding it
+    in chunks and giving up at ``deadline``; a document nested past libxml2's depth limit is
+    parsed again with the tags the extractor does not read flattened (see
+    :mod:`neardup_scrapy.core.text`), so its text is not lost.
+
+    Raises:
+        ParseTimeout: the deadline passed.
+    """
+    from lxml import etree
+    from lxml import html as lxml_html
+
+    from .core.text import _FLATTEN_TAG_RE
+
+    body = text.strip().replace("\x00", "").encode("utf-8") or b"<html/>"
+    for attempt in range(2):
+        parser = lxml_html.HTMLParser(recover=True, encoding="utf-8", huge_tree=True)
+        for start in range(0, len(body), PARSE_CHUNK):
+            if time.monotonic() > deadline:
+                raise ParseTimeout
+            parser.feed(body[start : start + PARSE_CHUNK])
+        try:
+            root = parser.close()
+        except etree.XMLSyntaxError:
+            root = None
+        if root is None:
+            root = etree.fromstring(b"<html/>", parser=lxml_html.HTMLParser())
+        if attempt or not _too_deep(root):
+            return root
+        body = _FLATTEN_TAG_RE.sub(b" ", body)
+    return root  # pragma: no cover (the loop returns)
+
+
+def page_tree(text: str, deadline: float, scrapy_tree: Callable[[], Any] | None = None) -> Any:
+    """The tree the detector reads for ``text``, the same in both worker modes.
+
+    Ordinary pages (at most ``SAFE_PARSE_CHARS`` characters, no tag with more than
+    ``MAX_ATTRIBUTES`` attributes, nested less deep than libxml2's limit) give the tree Scrapy
+    builds for the spider: ``scrapy_tree()`` (inline: the cached ``response.selector`` tree),
+    else :func:`html_tree`. Others are parsed by :func:`_bounded_parse` within ``deadline``
+    (``time.monotonic()``).
+
+    Returns:
+        The root element, or ``None`` when the text cannot be parsed.
+
+    Raises:
+        ParseTimeout: the parse did not finish before ``deadline``.
+    """
+    capped = _cap_attributes(text)
+    if capped is text and len(text) <= SAFE_PARSE_CHARS:
+        root = scrapy_tree() if scrapy_tree is not None else html_tree(text)
+        if root is None or not _too_deep(root, text):
+            return root
+    try:
+        return _bounded_parse(capped, deadline)
+    except ParseTimeout:
+        raise
     except Exception as exc:
         logger.debug("neardup: cannot parse a page (%r); reading its text instead", exc)
         return None

@@ -18,8 +18,11 @@ that died is replaced by a new one that reopens the index.
 
 from __future__ import annotations
 
+import contextlib
+import difflib
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -29,7 +32,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet.defer import Deferred
 
-from .config import NeardupConfig, parse_settings
+from .config import NeardupConfig, NeardupSettingsError, parse_settings
 from .core import NearDupDetector, Verdict
 from .core.hosts import host_of
 from .core.storage.base import IndexStorage, StorageError
@@ -95,12 +98,63 @@ KNOWN_SETTINGS = frozenset(
         "MAX_BODY_BYTES",
         "KEEP_EXCERPTS",
         "WORKER",
+        "MASK_DATES",
+        "TIMEOUT",
+        "CLUSTERS_FILE",
+        "PAIRS_FILE",
+        "WARC_FILE",
+        "MONITOR_MAX_DUPLICATE_SHARE",
+        "MONITOR_MAX_SKIPPED_SHARE",
+        "MONITOR_MAX_STORAGE_ERRORS",
+        "MONITOR_MIN_PAGES",
     )
 )
 
 
 class NeardupStorageError(StorageError):
     """The index store could not be opened at start-up (the message says which store and why)."""
+
+
+class _QuietStartupFailure(logging.Filter):
+    """Drops the traceback that asyncio or Twisted log for a start-up error already logged in one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None and getattr(exc, "_neardup_logged", False):
+            return False
+        if not record.name.startswith("twisted"):
+            return True
+        try:
+            text = record.getMessage()
+        except Exception:
+            text = str(record.msg)
+        return not any(f"neardup_scrapy.{name}" in text for name in _STARTUP_ERRORS)
+
+
+_QUIET = _QuietStartupFailure()
+_STARTUP_ERRORS = ("config.NeardupSettingsError", "runtime.NeardupStorageError")
+
+
+def _startup_failed(exc: Exception, crawler: Any) -> None:
+    """Log a start-up error as one ERROR line (its traceback at DEBUG) and keep others quiet about it.
+
+    The exception still propagates, so the crawl does not start and ``scrapy crawl`` exits with
+    status 1; the "Task exception was never retrieved" traceback asyncio (or Twisted) would add is
+    filtered out.
+    """
+    exc._neardup_logged = True  # type: ignore[attr-defined]
+    logger.error("%s", exc if str(exc).startswith("neardup") else f"neardup: {exc}")
+    logger.debug("neardup: traceback of the error above", exc_info=exc)
+    for name in ("asyncio", "twisted", "scrapy.crawler", "scrapy.utils.defer"):
+        target = logging.getLogger(name)
+        if _QUIET not in target.filters:
+            target.addFilter(_QUIET)
+    if not hasattr(crawler, "crawl_async"):
+        # Scrapy 2.13 counts a crawl as failed to start (exit status 1 of `scrapy crawl`) only
+        # when the crawler has no spider; the crawl never starts, so nothing else reads it.
+        # Later versions count any start-up exception.
+        with contextlib.suppress(Exception):
+            crawler.spider = None
 
 
 def reason_key(reason: str) -> str:
@@ -140,10 +194,13 @@ class NeardupRuntime:
         self._worker_pages = 0
         self._restart_delay = 0.0
         self._restart_at = 0.0
+        self._mirror_of: dict[str, str] = {}
+        self._mirrors_version = -1
         if config.worker == "process":
             self.worker = self._start_worker()
         else:
             self.detector = self._open_detector(items=False)
+            self._sync_mirrors()
         self._item_detector: NearDupDetector | None = None
         self.dropped = 0
         self.storage_errors = 0
@@ -154,7 +211,6 @@ class NeardupRuntime:
         self._outage_warned = 0.0
         self._outage_unchecked = 0
         self._logged_first_duplicate = False
-        self._mirror_of: dict[str, str] = {}
         self._finalizers: list[Callable[[NeardupRuntime, str], None]] = []
         self._closed = False
         crawler.signals.connect(self._spider_closed, signal=scrapy_signals.spider_closed)
@@ -180,15 +236,25 @@ class NeardupRuntime:
             spider_name = spider.name
         elif getattr(crawler, "spidercls", None) is not None:
             spider_name = getattr(crawler.spidercls, "name", None)
-        config = parse_settings(crawler.settings, spider_name)
+        try:
+            config = parse_settings(crawler.settings, spider_name)
+        except NeardupSettingsError as exc:
+            _startup_failed(exc, crawler)
+            raise
         if not config.enabled:
             setattr(crawler, _ATTRIBUTE, False)
             logger.info("neardup is disabled (NEARDUP_ENABLED = False)")
             raise NotConfigured
         for name in sorted(k for k in crawler.settings if isinstance(k, str) and k.startswith("NEARDUP_")):
             if name not in KNOWN_SETTINGS:
-                logger.warning("Unknown setting %s ignored (misspelt? see the neardup-scrapy README)", name)
-        runtime = cls(crawler, config)
+                close = difflib.get_close_matches(name, sorted(KNOWN_SETTINGS), n=1, cutoff=0.75)
+                hint = f"did you mean {close[0]}?" if close else "misspelt? see the neardup-scrapy README"
+                logger.warning("Unknown setting %s ignored (%s)", name, hint)
+        try:
+            runtime = cls(crawler, config)
+        except NeardupStorageError as exc:
+            _startup_failed(exc, crawler)
+            raise
         setattr(crawler, _ATTRIBUTE, runtime)
         p = config.params
         logger.info(
@@ -243,7 +309,7 @@ class NeardupRuntime:
         from .worker import DetectorWorker
 
         try:
-            return DetectorWorker(self._worker_init())
+            return DetectorWorker(self._worker_init(), on_mirrors=self._worker_mirrors)
         except Exception as exc:
             raise self._open_error("index", exc) from exc
 
@@ -277,7 +343,9 @@ class NeardupRuntime:
             self._restart_consequence(),
         )
         try:
-            worker = DetectorWorker(self._worker_init(), wait=wait, on_open=self._worker_opened)
+            worker = DetectorWorker(
+                self._worker_init(), wait=wait, on_open=self._worker_opened, on_mirrors=self._worker_mirrors
+            )
         except Exception as exc:
             logger.error("neardup: cannot start a new worker process: %s", exc)
             return old
@@ -343,13 +411,19 @@ class NeardupRuntime:
         """
         if self.worker is not None:
             return self._check_in_worker((url, text, None, nbytes))
+        from .pages import ParseTimeout, page_tree
+
+        # The parse counts in the check's budget (NEARDUP_TIMEOUT), as in the worker.
+        started = time.monotonic()
         try:
-            root = tree()
+            root = page_tree(text, started + self.config.params.timeout, tree)
+        except ParseTimeout:
+            return self.skip(url, "timeout")
         except Exception:
             root = None
         if root is None:
-            return self.check(url, html=text, nbytes=nbytes)
-        return self.check(url, html=text, tree=root, nbytes=nbytes)
+            return self.check(url, html=text, nbytes=nbytes, started=started)
+        return self.check(url, html=text, tree=root, nbytes=nbytes, started=started)
 
     def check(
         self,
@@ -360,11 +434,14 @@ class NeardupRuntime:
         text: str | None = None,
         encoding: str | None = None,
         nbytes: int | None = None,
+        started: float | None = None,
     ) -> Verdict:
         """Check a page in this process and count the verdict (inline mode only); never raises."""
         assert self.detector is not None, "check() needs NEARDUP_WORKER = 'inline'"
         try:
-            verdict = self.detector.check(url, html, tree=tree, text=text, encoding=encoding, nbytes=nbytes)
+            verdict = self.detector.check(
+                url, html, tree=tree, text=text, encoding=encoding, nbytes=nbytes, started=started
+            )
         except StorageError as exc:
             return self._storage_failed(url, exc)
         except Exception as exc:
@@ -459,8 +536,8 @@ class NeardupRuntime:
         stats.inc_value(prefix + verdict.status)
         if verdict.status == "skipped":
             stats.inc_value(f"{prefix}skipped/{reason_key(verdict.reason)}")
-        elif prefix == "neardup/":
-            self._note_mirror(verdict.host, verdict.mirror_of)
+        elif prefix == "neardup/" and self.detector is not None:
+            self._sync_mirrors()
         if self.config.debug:
             logger.debug(
                 "neardup %s: %s (%s)%s",
@@ -480,15 +557,38 @@ class NeardupRuntime:
                 verdict.reason,
             )
 
-    def _note_mirror(self, host: str, mirror_of: str | None) -> None:
-        known = self._mirror_of.get(host)
-        if mirror_of == known:
+    def _sync_mirrors(self) -> None:
+        """Inline: take the detector's map of mirror hosts when it changed."""
+        detector = self.detector
+        if detector is not None and detector.mirrors_version != self._mirrors_version:
+            self._mirrors_version = detector.mirrors_version
+            self._set_mirrors(detector.mirrors)
+
+    def _worker_mirrors(self, mirrors: dict[str, str]) -> None:
+        """The worker's map of mirror hosts (sent after the open and when it changes)."""
+        if threading.current_thread() is threading.main_thread():
+            self._set_mirrors(mirrors)
+        else:  # the worker's reader thread (no reactor that can watch pipes)
+            from twisted.internet import reactor
+
+            reactor.callFromThread(self._set_mirrors, mirrors)
+
+    def _set_mirrors(self, mirrors: dict[str, str]) -> None:
+        """Replace the map requests to mirror hosts are skipped by (``NEARDUP_SKIP_MIRRORS``).
+
+        The map is the index's own, whole: a host stays a mirror until the index says otherwise
+        (not until one of its own pages is checked again), and a resumed or shared index names
+        its mirrors before the first request. Learning it from the verdicts of each host's pages
+        let a resumed crawl fetch a known mirror until one of its pages came back checked.
+        """
+        if mirrors == self._mirror_of:
             return
-        if mirror_of is None:
-            del self._mirror_of[host]
-        else:
-            self._mirror_of[host] = mirror_of
-            logger.info("neardup: host %s is a mirror of %s", host, mirror_of)
+        for host, origin in sorted(mirrors.items()):
+            if self._mirror_of.get(host) != origin:
+                logger.info("neardup: host %s is a mirror of %s", host, origin)
+        for host in sorted(set(self._mirror_of) - set(mirrors)):
+            logger.info("neardup: host %s is no longer taken for a mirror", host)
+        self._mirror_of = dict(mirrors)
         self.stats.set_value("neardup/mirror_hosts", len(self._mirror_of))
 
     def _storage_failed(self, url: str, exc: StorageError, prefix: str = "neardup/") -> Verdict:
@@ -588,6 +688,16 @@ class NeardupRuntime:
             return report
         assert self.detector is not None
         return self.detector.report(**options)
+
+    def cluster_rows(self) -> list[dict[str, Any]]:
+        """Every cluster of the page index, every member (see :mod:`neardup_scrapy.core.exports`)."""
+        if self.worker is not None:
+            rows: list[dict[str, Any]] = self._live_worker(now=True).call_sync("export", None, REPORT_TIMEOUT)
+            return rows
+        assert self.detector is not None
+        from .core.exports import cluster_rows
+
+        return cluster_rows(self.detector.storage)
 
     def close(self) -> None:
         """Close the indexes and stop the worker process (idempotent)."""

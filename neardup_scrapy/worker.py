@@ -55,6 +55,7 @@ logger = logging.getLogger(__name__)
 _HEADER = struct.Struct("!I")
 _STOP = object()
 _LOG = -1  # call id of a log record sent by the worker
+_MIRRORS = -2  # call id of the worker's map of mirror hosts, sent when it changes
 
 Callback = Callable[[bool, Any], None]
 
@@ -164,6 +165,10 @@ class DetectorWorker:
             return at once; calls sent meanwhile are answered after the open, and fail if it
             fails (the worker then exits).
         on_open: with ``wait=False``, ``on_open(ok, result_or_error)`` when the open is done.
+        on_mirrors: ``on_mirrors({mirror host: origin host})`` with the worker's whole map of
+            confirmed mirrors, after the open (a resumed or shared index already has some) and
+            whenever it changes, always before the verdict that first carries the change; it
+            runs where answers arrive (see :meth:`call`).
 
     Raises:
         WorkerError: the worker could not start or open the index (message from the worker).
@@ -177,6 +182,7 @@ class DetectorWorker:
         *,
         wait: bool = True,
         on_open: Callback | None = None,
+        on_mirrors: Callable[[dict[str, str]], None] | None = None,
     ) -> None:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
@@ -193,6 +199,7 @@ class DetectorWorker:
         self._out_fd = self._stdout.fileno()
         for fd in (self._in_fd, self._out_fd):
             _widen_pipe(fd)
+        self._on_mirrors = on_mirrors
         self._ids = itertools.count(1)
         self._pending: dict[int, Callback] = {}
         self._lock = threading.Lock()
@@ -431,6 +438,10 @@ class DetectorWorker:
             level, name, message = result
             logging.getLogger(name).log(level, "%s", message)
             return
+        if call_id == _MIRRORS:
+            if self._on_mirrors is not None:
+                self._on_mirrors(result)
+            return
         if call_id == 0:
             if not ok:
                 logger.warning("neardup worker: %s", result[1])
@@ -549,6 +560,7 @@ def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
     detector: Any = None
     reader = _FrameReader(stdin)
     unflushed = False
+    mirrors_sent: tuple[Any, int] | None = None  # (detector, its mirrors_version) last sent
     while True:
         try:
             message = reader.read(IDLE_FLUSH if unflushed else None)
@@ -578,6 +590,10 @@ def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
                 unflushed = True
             elif op == "report":
                 result = detector.report(**payload)
+            elif op == "export":
+                from .core.exports import cluster_rows
+
+                result = cluster_rows(detector.storage)
             elif op == "close":
                 if detector is not None:
                     detector.close()
@@ -588,6 +604,12 @@ def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
             reply = (call_id, True, result if call_id else None)
         except Exception as exc:
             reply = (call_id, False, (type(exc).__name__, f"{exc}", isinstance(exc, StorageError)))
+        if detector is not None and mirrors_sent != (detector, detector.mirrors_version):
+            # The crawl's process skips requests to mirror hosts from this map: it must hold every
+            # mirror the index knows, from the start (a resumed or shared index) and at once.
+            mirrors_sent = (detector, detector.mirrors_version)
+            stdout.write(_frame((_MIRRORS, True, detector.mirrors)))
+            stdout.flush()
         if call_id or not reply[1]:
             stdout.write(_frame(reply))
             stdout.flush()
@@ -600,12 +622,17 @@ def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
 def _check(detector: Any, url: str, html: bytes | str, encoding: str | None, nbytes: int) -> Any:
     """Check one page; a ``str`` body is the text Scrapy decoded, read like the inline mode does."""
     if isinstance(html, str):
-        from .pages import html_tree
+        from .pages import ParseTimeout, page_tree
 
-        tree = html_tree(html)
+        # The parse counts in the check's budget (NEARDUP_TIMEOUT), as inline.
+        started = time.monotonic()
+        try:
+            tree = page_tree(html, started + detector.params.timeout)
+        except ParseTimeout:
+            return detector.skip(url, "timeout")
         if tree is not None:
-            return detector.check(url, html, tree=tree, nbytes=nbytes)
-        return detector.check(url, html, nbytes=nbytes)
+            return detector.check(url, html, tree=tree, nbytes=nbytes, started=started)
+        return detector.check(url, html, nbytes=nbytes, started=started)
     return detector.check(url, html, encoding=encoding, nbytes=nbytes)
 
 

@@ -120,14 +120,14 @@ def docs(eval_docs: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
 
 def test_eval_dev_quality(dev: dict[str, Any]) -> None:
     pairs = dev["both"]["source_pairs"]
-    assert pairs["f1"] >= 0.975, pairs
+    assert pairs["f1"] >= 0.98, pairs  # measured 0.986 (target 0.975)
     assert pairs["precision"] >= 0.99, pairs
 
 
 def test_eval_docs_quality(docs: dict[str, Any]) -> None:
     pairs = docs["both"]["source_pairs"]
-    assert pairs["f1"] >= 0.90, pairs
-    assert pairs["precision"] >= 0.95, pairs
+    assert pairs["f1"] >= 0.95, pairs  # measured 0.961 (target 0.90)
+    assert pairs["precision"] >= 0.97, pairs  # measured 0.982 (target 0.95)
 
 
 def test_both_is_at_least_as_good_as_each_alone(dev: dict[str, Any]) -> None:
@@ -137,20 +137,22 @@ def test_both_is_at_least_as_good_as_each_alone(dev: dict[str, Any]) -> None:
 
 
 def test_mirrors_and_copies_are_found(dev: dict[str, Any], docs: dict[str, Any]) -> None:
+    """Floors: the 0.95 aim where it is met, else the measured value less about 0.03."""
     for metrics in (docs["both"],):
-        # the aim is 0.95 for every host; measured 0.92 / 1.0 / 0.85 (wiki pages whose
-        # mirror template moves the article's tables and infobox out of the main block)
-        for host, floor in (("codelib", 0.90), ("linuxdoc", 0.95), ("wiki", 0.82)):
+        # measured 0.91 / 0.99 / 0.90: mirrors of reference pages of a few words beside the
+        # mirror site's link tree, and wiki pages whose template adds its own boilerplate
+        for host, floor in (("codelib", 0.88), ("linuxdoc", 0.95), ("wiki", 0.87)):
             assert kind_recall(metrics, f"template_mirror:{host}") >= floor, host
         assert kind_recall(metrics, "exact_mirror") == 1.0
-        assert kind_recall(metrics, "variant:print") >= 0.90
+        assert kind_recall(metrics, "variant:print") >= 0.92
     metrics = dev["both"]
     assert kind_recall(metrics, "exact_mirror") >= 0.97
     assert kind_recall(metrics, "template_mirror:main") >= 0.95
-    # below the 0.95 aim on news pages whose benchmark article body is part of the page
-    assert kind_recall(metrics, "template_mirror:article") >= 0.8
-    assert kind_recall(metrics, "template_mirror:reader") >= 0.89
-    assert kind_recall(metrics, "variant:print") >= 0.8
+    # measured 0.93: news pages whose benchmark article body leaves out the page's standfirst
+    assert kind_recall(metrics, "template_mirror:article") >= 0.9
+    assert kind_recall(metrics, "template_mirror:reader") >= 0.95
+    # measured 0.92: print views made by a reader mode that kept part of the article only
+    assert kind_recall(metrics, "variant:print") >= 0.88
 
 
 def test_scripts_without_spaces_are_matched_like_the_others(eval_docs: Path, docs: dict[str, Any]) -> None:

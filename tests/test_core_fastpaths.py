@@ -16,12 +16,21 @@ from hypothesis import strategies as st
 
 from neardup_scrapy.core import NearDupDetector
 from neardup_scrapy.core.hosts import _host_of_origin, host_of
+from neardup_scrapy.core.native import tokens as tokens_module
 from neardup_scrapy.core.native.tokens import Tokenizer, normalize_piece
 
 # Characters that exercise every branch: ASCII words, digits and punctuation, Latin and Cyrillic
 # letters, case folding that changes length (ß, İ), compatibility forms (ligature, full width,
 # superscript, Arabic-Indic digits), combining marks (one composes with "=" to "≠"), typographic
 # separators and no-break space, CJK, kana, Thai and an emoji.
+# Chinese and Japanese, hashed in C character by character: ideographs, kana, a kana that
+# composes with a following voiced sound mark (combining U+3099/U+309A and spacing U+309B/U+309C),
+# the date units that mask the digits before them (年 月 日), full-width digits, the ideographic
+# full stop and comma, the prolonged sound mark, and kana digraphs that NFKC expands (ヿ ゟ).
+CJK = (
+    "\u4e2d\u6587\u6771\u4eac\u3072\u304b\u30ab\u30c8"
+    "\u3099\u309a\u309b\u309c\u5e74\u6708\u65e5\uff11\uff12\u3002\u3001\u30fc\u30ff\u309f"
+)
 ALPHABET = (
     "abcXYZ019_ -.,;:'\"!?()<>=/\t\n"
     "éüßİçñ"
@@ -30,6 +39,7 @@ ALPHABET = (
     + "\u0301\u0338"  # combining acute, combining long solidus overlay
     + "\u2019\u2018\u201c\u201d\u2013\u2014\u2026\u00a0\u00ab\u00bb\u2022\u00b7"
     + "\u4e2d\u6587\u5b57\u3072\u30ab\u0e01\u0e32\U0001f310"
+    + CJK
 )
 texts = st.text(alphabet=ALPHABET, max_size=300)
 
@@ -46,6 +56,25 @@ def test_tokens_equal_normalising_the_whole_text(pages: list[str], mask_digits: 
     for text in pages:
         expected = [tokenizer.word_hash(t) for t in normalize_piece(text, mask_digits, False)]
         assert _hashes(tokenizer, text) == expected
+
+
+@given(st.lists(st.text(alphabet=CJK + "3", max_size=200), min_size=1, max_size=6))
+@settings(max_examples=300, deadline=None)
+def test_cjk_tokens_hashed_in_c_equal_normalising_the_whole_text(pages: list[str]) -> None:
+    """With date masking on (digits before 年 月 日 become 0), as by default."""
+    tokenizer = Tokenizer(5)
+    for text in pages:
+        expected = [tokenizer.word_hash(t) for t in normalize_piece(text)]
+        assert _hashes(tokenizer, text) == expected
+
+
+def test_characters_hashed_in_c_are_simple() -> None:
+    """Every character the tokenizer hashes in C is one that normalising leaves alone."""
+    table = set(tokens_module._simple_table())
+    ranges = {cp for lo, hi in tokens_module.SIMPLE_RANGES for cp in range(lo, hi)}
+    ranges -= set(map(ord, tokens_module.SIMPLE_EXCLUDED))
+    assert ranges <= table
+    assert len(ranges) > 27_000
 
 
 def test_scripts_without_spaces_are_one_token_per_character() -> None:

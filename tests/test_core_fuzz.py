@@ -1,4 +1,5 @@
-"""Fuzzing ``NearDupDetector.check()``: random and mutated HTML, as bytes or str, under odd urls.
+"""Fuzzing ``NearDupDetector.check()`` (random and mutated HTML, as bytes or str, under odd urls)
+and ``neardup-scrapy scan`` (random JSON lines).
 
 Whatever a page holds, ``check()`` returns a verdict and never raises; its tag object and the
 report are strict JSON. The number of examples is bounded so the test runs in seconds in CI.
@@ -7,6 +8,8 @@ report are strict JSON. The number of examples is bounded so the test runs in se
 from __future__ import annotations
 
 import json
+import time
+from pathlib import Path
 from typing import Any
 
 import lxml.html
@@ -125,7 +128,10 @@ def _no_constant(name: str) -> Any:
 def test_check_always_returns_a_verdict(calls: list[tuple[str, dict[str, Any]]]) -> None:
     det = NearDupDetector(keep_excerpts=10)
     for url, kwargs in calls * 2:  # twice: repeats go through the repeat cache and the index
+        started = time.monotonic()
         verdict = det.check(url, **kwargs)
+        # the pass is bounded by the budget (1 s); the index part of a check takes milliseconds
+        assert time.monotonic() - started < det.params.timeout + 2.0
         assert isinstance(verdict, Verdict)
         assert verdict.status in ("unique", "exact", "near", "skipped")
         assert verdict.status != "skipped" or verdict.reason
@@ -135,3 +141,62 @@ def test_check_always_returns_a_verdict(calls: list[tuple[str, dict[str, Any]]])
     text = json.dumps(report, allow_nan=False)
     assert "secret" not in text
     det.close()
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@st.composite
+def scan_line(draw: st.DrawFn) -> str:
+    """A line of a scan input: a page record (odd fields allowed), any JSON value, or garbage."""
+    form = draw(st.integers(0, 3))
+    if form == 0:
+        record: dict[str, Any] = {
+            "url": draw(st.sampled_from(["https://a.test/x", "", "nourl", "http://[::1"]))
+        }
+        record[draw(st.sampled_from(["html", "body", "text"]))] = draw(markup())
+        record.update(
+            draw(st.dictionaries(st.sampled_from(["neardup", "url", "x"]), JSON_VALUES, max_size=2))
+        )
+        return json.dumps(record)
+    if form == 1:
+        return json.dumps(draw(JSON_VALUES))
+    if form == 2:
+        return "[" * draw(st.integers(1, 3000)) + "]" * draw(st.integers(0, 3000))
+    return draw(st.text(max_size=200)).replace("\n", " ")
+
+
+@given(st.lists(scan_line(), min_size=1, max_size=8))
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+def test_scan_never_crashes_on_random_lines(tmp_path: Path, lines: list[str]) -> None:
+    """``scan`` over random JSON lines exits 0 (all checked), 1 (some skipped) or 2 (no pages)
+    and never raises. A record is copied byte for byte with its tag added (so a user's own
+    ``NaN`` or bad bytes stay as they were); the tag objects it adds (``--retag``: on every
+    record) are strict JSON."""
+    from neardup_scrapy.cli import main
+
+    source = tmp_path / "in.jsonl"
+    out = tmp_path / "out.jsonl"
+    report = tmp_path / "report.json"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogatepass")
+    code = main(
+        ["scan", str(source), "-o", str(out), "--report", str(report), "-q", "--jobs", "1", "--retag"]
+    )
+    assert code in (0, 1, 2)
+    if out.exists():
+        for line in out.read_bytes().decode("utf-8", "surrogateescape").splitlines():
+            tag = json.loads(line)["neardup"]
+            assert tag["status"] in ("unique", "exact", "near", "skipped")
+            json.loads(json.dumps(tag, allow_nan=False), parse_constant=_no_constant)
+    if report.exists():
+        json.loads(report.read_text(encoding="utf-8"), parse_constant=_no_constant)

@@ -92,7 +92,7 @@ def test_merges_keep_every_entry(monkeypatch: pytest.MonkeyPatch) -> None:
         assert doc_id in index.lookup(keys[doc_id]).tolist()
 
 
-@pytest.mark.parametrize("cap", [1, 3, 64])
+@pytest.mark.parametrize("cap", [1, 3, 64, 500])
 def test_capped_lookup_returns_the_first_ids_of_each_key(monkeypatch: pytest.MonkeyPatch, cap: int) -> None:
     """A capped lookup gives, per key, the ids added first under it, across every level."""
     monkeypatch.setattr(mm, "BUFFER", 64)

@@ -56,8 +56,13 @@ def test_two_scrapy_redis_spiders_share_one_index(redis_url: tuple[str, str], tm
                 "SCHEDULER_QUEUE_KEY": f"{prefix}:requests",
                 "SCHEDULER_DUPEFILTER_KEY": f"{prefix}:dupefilter",
                 "NEARDUP_REDIS_PREFIX": f"{prefix}:neardup",
-                "MAX_IDLE_TIME_BEFORE_CLOSE": 3,
-                "DOWNLOAD_DELAY": 0.3,  # slow enough for the second spider to start and join
+                "MAX_IDLE_TIME_BEFORE_CLOSE": 10,  # idle while the other process starts
+                # One request at a time per process, 0.3 s apart: a crawl of about 13 s, which
+                # one process cannot drain before the other's engine polls the shared queue
+                # (Scrapy polls an idle scheduler every 5 s); with 16 slots each, a fast process
+                # took every request before the other looked.
+                "DOWNLOAD_DELAY": 0.3,
+                "CONCURRENT_REQUESTS": 1,
                 "LOG_LEVEL": "INFO",
                 "TELNETCONSOLE_ENABLED": False,
             }
@@ -77,13 +82,13 @@ def test_two_scrapy_redis_spiders_share_one_index(redis_url: tuple[str, str], tm
                 while not condition() and time.monotonic() < deadline:
                     time.sleep(0.1)
 
-            # the first spider starts the crawl; the second joins while the shared queue is full
-            procs = [launch(0)]
-            wait_for(lambda: "Spider opened" in (tmp_path / "log-0.txt").read_text())
+            # both spiders are open before the crawl starts (on a busy machine one process can
+            # start seconds after the other and would find the shared queue already drained)
+            procs = [launch(0), launch(1)]
+            for n in range(2):
+                wait_for(lambda n=n: "Spider opened" in (tmp_path / f"log-{n}.txt").read_text())
             client = redis.Redis.from_url(url)
             client.rpush(f"{prefix}:start_urls", urls["127.0.0.1"] + "/")
-            wait_for(lambda: len(site.hits) >= 4)
-            procs.append(launch(1))
             for proc in procs:
                 assert proc.wait(120) == 0, (tmp_path / "log-0.txt").read_text()[-3000:]
     logs = "".join((tmp_path / f"log-{n}.txt").read_text() for n in range(2))

@@ -182,6 +182,17 @@ def test_unknown_setting_is_warned(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING):
         NeardupRuntime.of(crawler).close()
     assert "NEARDUP_TRESHOLD" in caplog.text
+    assert "did you mean NEARDUP_THRESHOLD?" in caplog.text
+
+
+def test_addon_and_components_have_readable_names() -> None:
+    assert repr(Addon()) == "neardup_scrapy.Addon"
+    crawler = get_crawler(NamedSpider, {"NEARDUP_WORKER": "inline"})
+    assert repr(NeardupDownloaderMiddleware.from_crawler(crawler)) == "NeardupDownloaderMiddleware()"
+    NeardupRuntime.of(crawler).close()
+
+
+DOWNLOADER_PATH = "neardup_scrapy.middlewares.NeardupDownloaderMiddleware"
 
 
 def test_addon_enables_components_and_user_settings_win() -> None:
@@ -191,18 +202,18 @@ def test_addon_enables_components_and_user_settings_win() -> None:
     downloader = settings.getdict("DOWNLOADER_MIDDLEWARES")
     assert list(downloader.values()) == [560]
     assert list(settings.getdict("SPIDER_MIDDLEWARES").values()) == [None]
-    assert settings.getdict("ITEM_PIPELINES") == {NeardupPipeline: 200}
-    assert settings.getdict("EXTENSIONS") == {NeardupExtension: 100}
+    assert settings.getdict("ITEM_PIPELINES") == {"neardup_scrapy.pipelines.NeardupPipeline": 200}
+    assert settings.getdict("EXTENSIONS") == {"neardup_scrapy.extension.NeardupExtension": 100}
 
     fresh = Settings()
     Addon().update_settings(fresh)
-    assert fresh.getdict("DOWNLOADER_MIDDLEWARES") == {NeardupDownloaderMiddleware: 540}
-    assert fresh.getdict("SPIDER_MIDDLEWARES") == {NeardupSpiderMiddleware: 100}
+    assert fresh.getdict("DOWNLOADER_MIDDLEWARES") == {DOWNLOADER_PATH: 540}
+    assert fresh.getdict("SPIDER_MIDDLEWARES") == {"neardup_scrapy.middlewares.NeardupSpiderMiddleware": 100}
 
 
 def test_addon_through_a_crawler() -> None:
     crawler = get_crawler(NamedSpider, {"ADDONS": {"neardup_scrapy.Addon": 100}})
-    assert crawler.settings.getdict("DOWNLOADER_MIDDLEWARES") == {NeardupDownloaderMiddleware: 540}
+    assert crawler.settings.getdict("DOWNLOADER_MIDDLEWARES") == {DOWNLOADER_PATH: 540}
 
 
 def test_core_imports_without_scrapy() -> None:

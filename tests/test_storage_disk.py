@@ -175,7 +175,7 @@ def test_open_storage_redis(monkeypatch: pytest.MonkeyPatch) -> None:
     store = open_storage("redis", redis_url="redis://127.0.0.1:1/0", prefix="p", ttl=3)
     assert isinstance(store, RedisStorage) and store.prefix == "p" and store.ttl == 3
     monkeypatch.setitem(sys.modules, "redis", None)
-    with pytest.raises(StorageError, match=r"pip install neardup-scrapy\[redis\]"):
+    with pytest.raises(StorageError, match=r'pip install "redis\[hiredis\]>=5.0"'):
         open_storage("redis")
 
 

@@ -257,6 +257,28 @@ def test_related_items_named_as_such_are_left_out() -> None:
     assert "teaser3" not in text
 
 
+@pytest.mark.parametrize(
+    "aside",
+    [
+        '<figure><img src="x.jpg"><figcaption>A crowd at the bridge. Photo: Jane Roe</figcaption></figure>',
+        '<div class="wp-caption"><p class="wp-caption-text">A crowd at the bridge</p></div>',
+        '<div class="photo-credits">Photo: Jane Roe for the Daily</div>',
+        '<p class="post-author">By Jane Roe, 24 November 2026, 10:43</p>',
+        '<div class="articleByline">By Jane Roe, staff writer</div>',
+        '<span class="hidden">structured data for machines 540 960 admin</span>',
+        '<div class="visually-hidden">Skip to the comments section</div>',
+    ],
+    ids=["figcaption", "caption-class", "credit", "author", "byline", "hidden", "visually-hidden"],
+)
+def test_media_captions_bylines_and_hidden_text_are_not_the_text(aside: str) -> None:
+    """A copy of an article rarely keeps its captions, byline or CSS-hidden text: they are chrome."""
+    body = f"<article><h1>Bridge</h1>{aside}<p>{prose(6)}</p></article>"
+    text = html_to_text(page(body))
+    assert "sentence 5 says" in text
+    for word in ("crowd", "Roe", "structured", "Skip"):
+        assert word not in text, (word, text[:200])
+
+
 def test_entries_marked_as_articles_are_the_content() -> None:
     """Reference pages that mark each entry as an <article> keep them all."""
     entries = "".join(
@@ -526,3 +548,16 @@ def test_eval_dev_exact_jaccard_quality(eval_dev: Path, tmp_path: Path) -> None:
     for kind, floor in floors.items():
         assert kinds[kind]["recall"] >= floor, (kind, kinds[kind])
     assert kinds["exact_mirror"]["recall"] == 1.0
+
+
+_SPACED_UTF8 = st.text(alphabet=" \t\n\r\x0b\x0c\x00\x1fa~é中\U0001f310", max_size=100).map(str.encode)
+
+
+@given(st.binary(max_size=200) | _SPACED_UTF8)
+@settings(max_examples=400, deadline=None)
+def test_visible_characters_counted_eight_bytes_at_a_time(data: bytes) -> None:
+    """The word-at-a-time count of visible characters equals counting byte by byte."""
+    from neardup_scrapy.core.native.extract import count_chars
+
+    expected = sum(1 for b in data if (b & 0xC0) != 0x80 and b not in b" \t\n\r\x0b\x0c")
+    assert count_chars(data) == expected

@@ -75,6 +75,17 @@ def test_scattered_substitutions_are_not_an_edited_copy() -> None:
     assert check_pair(page("Reference", " ".join(body)), page("Reference", " ".join(other))) == "unique"
 
 
+def test_a_rewritten_paragraph_makes_a_revised_copy_but_not_a_release() -> None:
+    """One passage rewritten in a short page drops J below T; under the same heading it is one
+    document revised, while two releases of a document must be nearly identical (rule 2)."""
+    body = words(90, 12)
+    revised = body[:40] + words(12, 13) + body[52:]  # 12 of 90 words rewritten: J ~0.6
+    a, b = page("Notes", " ".join(body)), page("Notes", " ".join(revised))
+    assert check_pair(a, b) == "near"
+    releases = ("http://127.0.0.1/lib/2.66/notes.html", "http://127.0.0.1/lib/2.74/notes.html")
+    assert check_pair(a, b, *releases) == "unique"
+
+
 def test_two_releases_of_one_document() -> None:
     body = words(500, 8)
     changed = [w if i % 70 else RNG.choice(VOCAB) for i, w in enumerate(body)]  # 8 places, J ~0.85

@@ -74,15 +74,19 @@ class PageAnalyzer:
         text: str | None = None,
         tree: Any = None,
         encoding: str | None = None,
+        started: float | None = None,
     ) -> PageAnalysis:
         """Analyse one page; the text comes from ``text``, else ``tree``, else ``html``.
 
         Never raises on bad input: an unreadable page gives an analysis with a ``skip_reason``;
         a page whose parse and pass take longer than ``params.timeout`` is skipped as ``timeout``.
+        ``started`` (``time.monotonic()``) is when the check began, when the caller parsed
+        ``tree`` itself: its parse counts in the budget too (default: now).
         """
         host = host_of(url)
         salt = host_salt(host, self.params.seed) if self.params.scope == "host" else None
-        started = time.monotonic()
+        if started is None:
+            started = time.monotonic()
         try:
             if text is not None:
                 page = self._native.analyze_text(text, salt)

@@ -164,6 +164,8 @@ class NearDupDetector:
         self._excerpts: OrderedDict[int, str] = OrderedDict()
         self._examples: list[dict[str, Any]] = []
         self._mirrors: dict[str, str] = {}
+        #: Increases whenever :attr:`mirrors` changes (for processes that keep a copy of it).
+        self.mirrors_version = 0
         self._confirmed: set[tuple[str, str]] = set()
         self._undecided: set[tuple[str, str]] = set()
         self._mirror_checked = 0
@@ -185,6 +187,7 @@ class NearDupDetector:
         tree: Any = None,
         encoding: str | None = None,
         nbytes: int | None = None,
+        started: float | None = None,
     ) -> Verdict:
         """Decide whether a page duplicates one seen before, and index it.
 
@@ -200,6 +203,8 @@ class NearDupDetector:
             tree: an already parsed lxml tree of the page.
             encoding: the body's encoding when known (bytes ``html`` only).
             nbytes: the body size for the bytes-saved figure (default: ``len(html)``).
+            started: ``time.monotonic()`` when the check began, if the caller did part of it
+                (e.g. parsed ``tree``): that part counts in the ``timeout`` budget (default: now).
 
         Raises:
             StorageError: the store failed (after its own retries).
@@ -216,7 +221,7 @@ class NearDupDetector:
                 if cached is None:
                     return self._skip(url, host, "no text")
                 return self._check_sketch(url, host, cached, excerpt, nbytes)
-        analysis = self._analyzer(url, html, text=text, tree=tree, encoding=encoding)
+        analysis = self._analyzer(url, html, text=text, tree=tree, encoding=encoding, started=started)
         if repeat_key is not None and analysis.skip_reason in (None, "no text"):
             self._repeats.put(repeat_key, analysis.excerpt, analysis.sketch)
         return self.check_analysis(url, analysis, nbytes=nbytes)
@@ -490,7 +495,10 @@ class NearDupDetector:
             n = kept[(host, origin)].pages
             if host not in strongest or (n, origin) > strongest[host]:
                 strongest[host] = (n, origin)
-        self._mirrors = {host: origin for host, (_, origin) in strongest.items()}
+        mirrors = {host: origin for host, (_, origin) in strongest.items()}
+        if mirrors != self._mirrors:
+            self._mirrors = mirrors
+            self.mirrors_version += 1
 
     def _no_candidate(self, exact_only: bool) -> _Match:
         """The decision for a page with no candidate at all."""

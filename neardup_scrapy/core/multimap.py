@@ -44,6 +44,11 @@ I64 = npt.NDArray[np.int64]
 RATIO = 32
 BUFFER = 2048
 DIRECTORY_MIN = 1 << 18
+#: Widest bucket window read by the vectorised lookup of a directory level. The window was the
+#: widest directory bucket, so one key shared by thousands of pages (a family of near-identical
+#: pages) made every lookup read thousands of entries per key: a check's cost grew with the
+#: family. Wider buckets are searched one by one (they are rare), so the cost stays flat.
+MAX_WINDOW = 32
 _EMPTY_IDS = np.empty(0, dtype=np.int32)
 _EMPTY_KEYS = np.empty(0, dtype=np.uint64)
 KEY_BITS = 48
@@ -80,8 +85,8 @@ class _Level:
 
     Small runs keep ``_probe``, the keys followed by one sentinel above every key, so a
     ``searchsorted`` position can be read back without clamping. Large runs keep ``tags``
-    padded with ``_window`` zeros (the widest directory bucket), so every key's whole bucket
-    window can be read with one fixed-width gather.
+    padded with ``_window`` zeros (the widest directory bucket, at most ``MAX_WINDOW``), so
+    every key's whole bucket window can be read with one fixed-width gather.
     """
 
     def __init__(self, ids: I32, keys: U64 | None = None) -> None:
@@ -102,7 +107,7 @@ class _Level:
         offsets = np.append(keys.searchsorted(bounds), n).astype(np.uint32)
         self.offsets = offsets
         self._ends = offsets[1:]  # bucket b ends at _ends[b]
-        self._window = int(np.diff(offsets).max())
+        self._window = min(int(np.diff(offsets).max()), MAX_WINDOW)
         self._steps = np.arange(self._window, dtype=np.intp)  # intp: the gathers need no cast
         tags = np.zeros(n + self._window, dtype=np.uint32)
         tags[:n] = keys  # the low 32 bits
@@ -143,14 +148,32 @@ class _Level:
             count = np.minimum(self.keys.searchsorted(keys, side="right") - at, room)
             room -= np.where(present, count, 0)
             return _gather(self.ids, at[present], count[present])
-        assert self.offsets is not None
+        assert self.offsets is not None and self.tags is not None
         buckets = keys >> self._shift
-        index = self.offsets[buckets][:, None] + self._steps  # each key's bucket window
-        hit = (self._padded_tags[index] == tags) & (index < self._ends[buckets][:, None])
+        starts = self.offsets[buckets].astype(np.intp)
+        ends = self._ends[buckets].astype(np.intp)
+        index = starts[:, None] + self._steps  # each key's bucket window
+        hit = (self._padded_tags[index] == tags) & (index < ends[:, None])
+        wide = ends - starts > self._window
+        if wide.any():
+            hit[wide] = False  # searched below
         hit &= np.cumsum(hit, axis=1) <= room[:, None]
         room -= np.count_nonzero(hit, axis=1)
         found: I32 = self.ids[index[hit]]
-        return found
+        if not wide.any():
+            return found
+        # Buckets wider than the window (a key shared by thousands of pages): binary search in
+        # the bucket, whose tags are sorted; entries of one key are in insertion order.
+        parts = [found]
+        for i in np.flatnonzero(wide).tolist():
+            start, end, tag = int(starts[i]), int(ends[i]), tags[i, 0]
+            bucket = self.tags[start:end]
+            low = start + int(bucket.searchsorted(tag, side="left"))
+            take = min(start + int(bucket.searchsorted(tag, side="right")) - low, int(room[i]))
+            if take > 0:
+                parts.append(self.ids[low : low + take])
+                room[i] -= take
+        return np.concatenate(parts)
 
 
 def _gather(ids: I32, start: I64, count: I64) -> I32:

@@ -14,9 +14,11 @@ the threshold (0.8 by default):
 4. **Resemblance**: ``J >= T``.
 5. **An edited copy**: ``J >= max(0.3, T - 0.3)`` (0.5) and the texts differ in at most three
    places, each mostly inserted or deleted text (a dateline, a counter, a notice, a paragraph
-   added or removed), as aligned by the pages' edit sketches. Pages generated from one template
-   for different items differ by *substituted* names and numbers, scattered through the text,
-   which this rule does not accept.
+   added or removed), as aligned by the pages' edit sketches; or in at most two places of any
+   kind (a paragraph rewritten), unless the urls are two releases of one document (releases
+   differ by edits by nature: rule 2 holds them to ``J >= T``). Pages generated from one
+   template for different items differ by *substituted* names and numbers, scattered through
+   the text, which this rule does not accept (and their headings differ: rule 3).
 
 Pages with fewer than ``min_tokens`` tokens are matched only exactly. With
 ``algorithm="simhash"`` rule 4 reads "Hamming distance ``<= simhash_distance``" instead.
@@ -32,6 +34,8 @@ from .params import DetectorParams
 
 #: Edited copies differ in at most this many places.
 MAX_EDIT_REGIONS = 3
+#: Revised copies (a passage rewritten rather than added or removed) in at most this many.
+MAX_REVISED_REGIONS = 2
 _VERSION_RE = re.compile(r"\d+(?:\.\d+)+")
 
 
@@ -56,27 +60,36 @@ def other_release(url_a: str, url_b: str) -> bool:
     return key is not None and key == release_key(url_b)
 
 
-def edited_copy(profile_a: bytes, profile_b: bytes) -> int:
-    """The number of places two texts differ when one is an edited copy of the other, else -1.
+def edit_places(profile_a: bytes, profile_b: bytes) -> tuple[int, bool] | None:
+    """Where two texts differ, as aligned by their edit sketches: ``(places, inserts_only)``.
 
     A place is a maximal run of chunks of one text missing from the other. It is an insertion
     or deletion when what it holds on the smaller side is no more than the context around the
     edit point -- about two chunks, whose boundaries the inserted text moved -- next to the text
     added on the larger side: ``min(a, b) <= |a - b| + 2 chunks`` with at least 2 tokens
-    added, or when the two sides differ by at least half of the larger one.
+    added, or when the two sides differ by at least half of the larger one. ``None`` when the
+    texts are too different in length to be aligned.
     """
     aligned = edit_regions(profile_a, profile_b)
     if aligned is None:
-        return -1
+        return None
     level, regions = aligned
-    if len(regions) > MAX_EDIT_REGIONS:
-        return -1
     context = 2 << level  # two average chunks
+    inserts_only = True
     for a, b in regions:
         grown = abs(a - b)
         if grown * 2 < max(a, b) and not (grown >= 2 and min(a, b) <= grown + context):
-            return -1
-    return len(regions)
+            inserts_only = False
+    return len(regions), inserts_only
+
+
+def edited_copy(profile_a: bytes, profile_b: bytes) -> int:
+    """The number of places two texts differ when one is an edited copy of the other, else -1:
+    at most :data:`MAX_EDIT_REGIONS` places, each inserted or deleted text (:func:`edit_places`)."""
+    places = edit_places(profile_a, profile_b)
+    if places is None or places[0] > MAX_EDIT_REGIONS or not places[1]:
+        return -1
+    return places[0]
 
 
 class PairRule:
@@ -116,7 +129,12 @@ class PairRule:
                 return f"H={hamming}: same heading, close fingerprints"
             return f"J~{similarity:.2f}: same heading, similar text"
         if not simhash_mode and similarity >= self.edit_floor and profile_a and profile_b:
-            places = edited_copy(profile_a, profile_b)
-            if places >= 0:
-                return f"J~{similarity:.2f}: an edited copy ({places} inserted or deleted passage(s))"
+            places = edit_places(profile_a, profile_b)
+            if places is None:
+                return None
+            count, inserts_only = places
+            if inserts_only and count <= MAX_EDIT_REGIONS:
+                return f"J~{similarity:.2f}: an edited copy ({count} inserted or deleted passage(s))"
+            if count <= MAX_REVISED_REGIONS and not other_release(url_a, url_b):
+                return f"J~{similarity:.2f}: a revised copy ({count} rewritten passage(s))"
         return None

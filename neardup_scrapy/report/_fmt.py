@@ -31,6 +31,12 @@ def count(value: Any) -> str:
     return f"{as_int(value):,}"
 
 
+def plural(value: Any, word: str, words: str | None = None) -> str:
+    """``1 page``, ``2 pages``, ``1,074 pages``."""
+    n = as_int(value)
+    return f"{n:,} {word if n == 1 else (words or word + 's')}"
+
+
 def percent(part: float, whole: float, digits: int = 1) -> str:
     """``part / whole`` as a percentage (``"-"`` when ``whole`` is 0)."""
     if not whole:

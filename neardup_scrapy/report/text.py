@@ -130,21 +130,23 @@ def format_summary(report: Mapping[str, Any], max_lines: int = 25) -> list[str]:
     hosts_total = max(_fmt.as_int(report.get("hosts_total")), len(hosts))
 
     lines = [
-        f"neardup: {pages:,} pages from {hosts_total:,} host{'s' if hosts_total != 1 else ''}; "
+        f"neardup: {_fmt.plural(pages, 'page')} from {_fmt.plural(hosts_total, 'host')}; "
         f"{_fmt.nbytes(total_bytes)} checked, {_fmt.nbytes(saved)} in duplicates "
         f"({_fmt.percent(saved, total_bytes)})",
         f"  unique {_fmt.count(totals.get('unique'))}  exact {_fmt.count(totals.get('exact'))}  "
         f"near {_fmt.count(totals.get('near'))}  skipped {skipped:,}  "
         f"dropped {_fmt.count(totals.get('dropped'))}",
-        f"  duplicates {dups:,} of {checked:,} checked pages ({_fmt.percent(dups, checked)}) "
-        f"in {_fmt.count(totals.get('clusters'))} clusters",
+        f"  duplicates {dups:,} of {checked:,} checked {'page' if checked == 1 else 'pages'} "
+        f"({_fmt.percent(dups, checked)}) in {_fmt.plural(_fmt.as_int(totals.get('clusters')), 'cluster')}",
     ]
     sizes = _sizes_line(report)
     if sizes:
         lines.append(sizes)
     errors = _fmt.as_int(totals.get("storage_errors"))
     if errors:
-        lines.append(f"WARNING: {errors:,} pages passed unchecked because the index store failed")
+        lines.append(
+            f"WARNING: {_fmt.plural(errors, 'page')} passed unchecked because the index store failed"
+        )
 
     budget = max_lines - len(lines)
     mirrors = _list(report.get("mirrors"))

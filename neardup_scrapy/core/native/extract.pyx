@@ -50,6 +50,7 @@ from neardup_scrapy.core.native._common cimport (
     bytebuf_reserve,
     hash_bytes,
     mix64,
+    nd_load64,
 )
 
 cetree.import_lxml__etree()
@@ -130,7 +131,9 @@ _add_tags(
     "video map datalist frameset frame applet param source track select option textarea button input",
     K_DROP,
 )
-_add_tags("nav aside menu dialog noscript", K_SEMCHROME)
+# A figure's caption describes the media beside the text (HTML: "a caption or legend for the
+# rest of the figure"), not the text itself: chrome like navigation, removed while it is small.
+_add_tags("nav aside menu dialog noscript figcaption", K_SEMCHROME)
 _add_tags("header footer", K_HF)
 _add_tags("main article section", K_SECTIONING)
 _add_tags(
@@ -172,20 +175,28 @@ cdef inline uint16_t _tag_kind(const unsigned char *name) noexcept nogil:
 # Each list states the convention it stands for; a word matches whole, a "part" anywhere in a word
 # ("postcomments"). Class strings are split at non-letters and camelCase humps, lower-cased.
 #: Strong chrome: sharing, ads and sponsors, consent, comments, related links, sign-in, site search,
-#: pagination, skip links and screen-reader-only text.
+#: pagination, skip links, screen-reader-only and CSS-hidden text, media captions and credits,
+#: bylines and author boxes.
 cdef tuple _STRONG_WORDS = (
     b"ad", b"ads", b"share", b"skip", b"rss", b"login", b"promo", b"promos", b"modal", b"search",
     b"sronly", b"offscreen", b"signin", b"signup", b"pager", b"breadcrumbs", b"breadcrumb", b"sr",
+    # the class names of CSS frameworks' hiding utilities (.hidden, .invisible, .visually-hidden)
+    b"hidden", b"invisible",
 )
 cdef tuple _STRONG_PARTS = (
     b"breadcrumb", b"comment", b"sharing", b"social", b"related", b"recommend", b"advert",
     b"sponsor", b"cookie", b"consent", b"gdpr", b"newsletter", b"subscri", b"popup", b"toolbar",
     b"pagination", b"outbrain", b"taboola", b"disqus", b"trackback",
+    # captions and credits of images and video describe media, not the text (wp-caption, photo-credit)
+    b"caption", b"credit",
+    # who wrote the text and when: bylines, datelines and author boxes are about the page, and a
+    # copy of the text rarely carries them (post-author, authorInfo, article-byline)
+    b"author", b"byline", b"dateline",
 )
 #: Layout regions of a page: navigation, side columns, page header and footer, tables of contents.
 cdef tuple _LAYOUT_WORDS = (
     b"nav", b"navbar", b"menu", b"menus", b"submenu", b"foot", b"tags", b"toc", b"rail",
-    b"masthead", b"byline",
+    b"masthead",
 )
 cdef tuple _LAYOUT_PARTS = (b"navigation", b"sidebar", b"sidenav", b"footer", b"header", b"banner", b"copyright")
 #: Content containers.
@@ -256,6 +267,43 @@ for _parts in (_STRONG_PARTS, _LAYOUT_PARTS, _CONTENT_PARTS):
         _part_first[_part[0]] = 1
 
 
+#: Memo of single class words (``hash -> class + 1``): class and id strings are often unique
+#: (``id="installing-packages"``) while their words recur across a site's pages.
+cdef uint32_t _WORD_SLOTS = 1 << 13
+cdef uint64_t _word_keys[8192]
+cdef uint8_t _word_vals[8192]
+cdef uint32_t _word_used = 0
+memset(_word_keys, 0, sizeof(_word_keys))
+
+
+cdef uint8_t _word_class(const unsigned char *w, size_t n, uint64_t h) noexcept:
+    """C_STRONG, C_LAYOUT, C_CONTENT or C_NONE for one lower-cased word (``h``: its hash)."""
+    cdef uint64_t key = mix64(h ^ n) | 1
+    cdef uint32_t slot = <uint32_t>(key & (_WORD_SLOTS - 1))
+    cdef uint8_t kind
+    global _word_used
+    while _word_keys[slot] != 0:
+        if _word_keys[slot] == key:
+            return _word_vals[slot] - 1
+        slot = (slot + 1) & (_WORD_SLOTS - 1)
+    if _word_in(w, n, _STRONG_WORDS) or _part_in(w, n, _STRONG_PARTS):
+        kind = C_STRONG
+    elif _word_in(w, n, _LAYOUT_WORDS) or _part_in(w, n, _LAYOUT_PARTS):
+        kind = C_LAYOUT
+    elif _word_in(w, n, _CONTENT_WORDS) or _part_in(w, n, _CONTENT_PARTS):
+        kind = C_CONTENT
+    else:
+        kind = C_NONE
+    if _word_used > _WORD_SLOTS * 3 // 4:
+        memset(_word_keys, 0, sizeof(_word_keys))
+        _word_used = 0
+        slot = <uint32_t>(key & (_WORD_SLOTS - 1))
+    _word_keys[slot] = key
+    _word_vals[slot] = kind + 1
+    _word_used += 1
+    return kind
+
+
 cdef uint8_t _classify_words(const unsigned char *s, size_t n) noexcept:
     """Classify a class/id string: C_STRONG, C_LAYOUT, C_CONTENT or C_NONE, plus C_TITLED.
 
@@ -265,6 +313,8 @@ cdef uint8_t _classify_words(const unsigned char *s, size_t n) noexcept:
     cdef unsigned char word[64]
     cdef size_t w = 0, i
     cdef unsigned char c, prev = 0
+    cdef uint64_t h = 0xCBF29CE484222325ULL
+    cdef uint8_t kind
     cdef bint letter, upper
     cdef bint strong = False, layout = False, content = False, titled = False
     for i in range(n + 1):
@@ -273,17 +323,20 @@ cdef uint8_t _classify_words(const unsigned char *s, size_t n) noexcept:
         letter = upper or (c >= 97 and c <= 122)
         if (not letter or (upper and prev >= 97 and prev <= 122)) and w:
             # a word ends at a non-letter or before a camelCase hump
-            if _word_in(word, w, _STRONG_WORDS) or _part_in(word, w, _STRONG_PARTS):
+            kind = _word_class(word, w, h)
+            if kind == C_STRONG:
                 strong = True
-            elif _word_in(word, w, _LAYOUT_WORDS) or _part_in(word, w, _LAYOUT_PARTS):
+            elif kind == C_LAYOUT:
                 layout = True
-            elif _word_in(word, w, _CONTENT_WORDS) or _part_in(word, w, _CONTENT_PARTS):
+            elif kind == C_CONTENT:
                 content = True
             if w == 5 and memcmp(word, b"title", 5) == 0:
                 titled = True
             w = 0
+            h = 0xCBF29CE484222325ULL
         if letter and w < 64:
             word[w] = c + 32 if upper else c
+            h = (h ^ word[w]) * 0x100000001B3ULL
             w += 1
         prev = c
     return (C_STRONG if strong else C_LAYOUT if layout else C_CONTENT if content else C_NONE) | (
@@ -402,15 +455,38 @@ cdef inline const unsigned char *_attr_value(tree.xmlAttr *a, size_t *n) noexcep
 
 
 cdef inline int32_t _count_chars(const unsigned char *p, size_t n) noexcept nogil:
-    """Visible characters of UTF-8 text: code points other than ASCII whitespace."""
+    """Visible characters of UTF-8 text: code points other than ASCII whitespace (9-13, 32).
+
+    Eight bytes at a time (SWAR, bit 7 of each byte holding its answer): a byte counts when it
+    starts a multi-byte character (bits 7 and 6 set) or is ASCII other than whitespace. ``x | H``
+    keeps every per-byte subtraction from borrowing across bytes.
+    """
     cdef int32_t count = 0
-    cdef size_t i
+    cdef size_t i = 0
     cdef unsigned char c
-    for i in range(n):
+    cdef uint64_t v, x, z, space, ws, lead
+    cdef uint64_t L = 0x0101010101010101ULL, H = 0x8080808080808080ULL
+    while i + 8 <= n:
+        v = nd_load64(p + i)
+        x = v & ~H
+        z = x ^ (0x20 * L)
+        space = ~((z + 0x7F * L) | z) & H                              # byte == 32
+        ws = ((x | H) - 0x09 * L) & ~((x | H) - 0x0E * L) & H          # 9 <= byte <= 13
+        lead = v & (v << 1) & H                                        # 11xxxxxx
+        # one bit per byte at bit 7: shifted to bit 0, the multiply sums the bytes into the top one
+        count += <int32_t>((((lead | (~v & H & ~(space | ws))) >> 7) * L) >> 56)
+        i += 8
+    while i < n:
         c = p[i]
         if (c & 0xC0) != 0x80 and c != 32 and c != 10 and c != 9 and c != 13 and c != 12 and c != 11:
             count += 1
+        i += 1
     return count
+
+
+def count_chars(bytes data):
+    """:func:`_count_chars` of ``data`` (for tests)."""
+    return _count_chars(<const unsigned char *>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))
 
 
 cdef inline double _now() noexcept nogil:
@@ -1028,7 +1104,8 @@ cdef void _trim_cap(ByteBuf *b, long max_chars) noexcept nogil:
     """Drop trailing spaces; cut at ``max_chars`` code points, at the last space before the cut
     when one is within 200 bytes."""
     cdef size_t i, chars = 0, cut = b.len, space
-    for i in range(b.len):
+    # a code point takes at least one byte: a text of at most max_chars bytes needs no cut
+    for i in range(b.len if b.len > <size_t>max_chars else 0):
         if (b.data[i] & 0xC0) != 0x80:
             if chars == <size_t>max_chars:
                 cut = i

@@ -20,7 +20,7 @@ cdef class Sketcher:
     cdef uint64_t digest_seed_b
     cdef U64Buf shingles
     cdef uint32_t *signature
-    cdef uint32_t *simhash_counts   # 8 x 256 byte-value counts
+    cdef uint32_t *simhash_counts   # per-bit totals of the SimHash (64 used)
 
     cdef int sketch(self, const uint64_t *tokens, size_t n, uint64_t host_salt, bint salted,
                     unsigned char *digest, uint64_t *simhash, uint64_t *keys) except -1

@@ -36,4 +36,5 @@ cdef class Tokenizer:
     cdef int tokenize(self, const unsigned char *s, size_t n, U64Buf *out) except -1
     cdef int _emit(self, U64Buf *out, uint64_t h, uint8_t kind, uint8_t ndigits, uint8_t sep, uint32_t value) except -1
     cdef int _piece(self, const unsigned char *s, size_t n, U64Buf *out, uint8_t sep) except -1
+    cdef int _normalised(self, const unsigned char *s, size_t n, U64Buf *out, uint8_t sep) except -1
     cdef void _mask_dates(self, U64Buf *out) noexcept

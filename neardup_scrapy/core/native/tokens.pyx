@@ -91,17 +91,81 @@ WEEKDAYS = (
 )
 UNITS = "second seconds sec secs minute minutes min mins hour hours hr hrs day days week weeks month months year years"
 
+#: Characters U+3000..U+9FFF that are *simple*: in a script written without spaces, unchanged by
+#: NFKC and case folding, one token alone, a starter (not a combining mark), and not a unit that
+#: marks the digits before it as a date (年 月 日 時 分 秒). Such a character is a token by itself
+#: whatever its neighbours: NFKC composes a starter only with what follows it, and in these blocks
+#: only kana compose, with a following voiced sound mark (checked where the text is read).
+cdef uint32_t _SIMPLE_BASE = 0x3000
+cdef uint8_t _simple[0x7000]
+
+
+def _simple_table():
+    """The code points of the simple characters (computed from :func:`normalize_piece`)."""
+    def simple(str chars):
+        return (
+            unicodedata.normalize("NFKC", chars) == chars
+            and chars.casefold() == chars
+            and _TOKEN_RE.findall(chars) == list(chars)
+            and not any(unicodedata.combining(c) for c in chars)
+        )
+    units = set("年月日時分秒")
+    found = []
+    for lo, hi in ((0x3040, 0x3100), (0x31F0, 0x3200), (0x3400, 0x4DC0), (0x4E00, 0xA000)):
+        block = "".join(chr(cp) for cp in range(lo, hi))
+        if hi - lo > 1024 and simple(block):
+            found.extend(cp for cp in range(lo, hi) if chr(cp) not in units)
+            continue
+        for cp in range(lo, hi):
+            c = chr(cp)
+            if c not in units and simple(c):
+                found.append(cp)
+    return found
+
+
+#: The simple characters as ranges (half-open), checked against :func:`_simple_table` by a test:
+#: hiragana (without the voiced sound marks and the digraph ゟ), katakana (without the digraph ヿ),
+#: katakana phonetic extensions, CJK unified ideographs and extension A, less the date units.
+SIMPLE_RANGES = ((0x3041, 0x3097), (0x309D, 0x309F), (0x30A0, 0x30FF), (0x31F0, 0x3200),
+                 (0x3400, 0x4DC0), (0x4E00, 0xA000))
+SIMPLE_EXCLUDED = "年月日時分秒"
+for _lo, _hi in SIMPLE_RANGES:
+    memset(&_simple[_lo - _SIMPLE_BASE], 1, _hi - _lo)
+for _c in SIMPLE_EXCLUDED:
+    _simple[ord(_c) - _SIMPLE_BASE] = 0
+
+cdef inline bint _starter_at(const unsigned char *s, size_t n) noexcept nogil:
+    """Whether the UTF-8 text ``s[:n]`` is empty or starts with ASCII or a simple character
+    (conservative: ``False`` for anything else, which is then read by the slow path)."""
+    cdef uint32_t cp
+    if n == 0 or s[0] < 0x80:
+        return True
+    if n < 3 or s[0] < 0xE3 or s[0] > 0xE9 or (s[1] & 0xC0) != 0x80 or (s[2] & 0xC0) != 0x80:
+        return False
+    cp = ((<uint32_t>s[0] & 0x0F) << 12) | ((<uint32_t>s[1] & 0x3F) << 6) | (<uint32_t>s[2] & 0x3F)
+    return _simple[cp - _SIMPLE_BASE]
+
+
 cdef enum:
     TK_WORD = 0
     TK_DIGITS = 1
     TK_OTHER = 2
 
-cdef inline bint _word_byte(unsigned char c) noexcept nogil:
-    return (c >= 97 and c <= 122) or (c >= 65 and c <= 90) or (c >= 48 and c <= 57) or c == 95
+cdef enum:
+    BC_SEP = 0      # ASCII other than word characters and whitespace
+    BC_SPACE = 1    # ASCII whitespace
+    BC_WORD = 2     # a-z and _
+    BC_UPPER = 3    # A-Z
+    BC_DIGIT = 4    # 0-9
+    BC_HIGH = 5     # a byte of a non-ASCII character
 
-
-cdef inline bint _space(unsigned char c) noexcept nogil:
-    return c == 32 or c == 10 or c == 9 or c == 13 or c == 12 or c == 11
+#: The class of every byte value (one table lookup per byte).
+cdef uint8_t _byte_class[256]
+for _b in range(256):
+    _byte_class[_b] = (
+        BC_HIGH if _b >= 0x80 else BC_SPACE if _b in (9, 10, 11, 12, 13, 32) else BC_DIGIT if 48 <= _b <= 57
+        else BC_UPPER if 65 <= _b <= 90 else BC_WORD if 97 <= _b <= 122 or _b == 95 else BC_SEP
+    )
 
 
 cdef class Tokenizer:
@@ -165,7 +229,42 @@ cdef class Tokenizer:
         return 0
 
     cdef int _piece(self, const unsigned char *s, size_t n, U64Buf *out, uint8_t sep) except -1:
-        """Emit the tokens of a piece holding non-ASCII bytes (normalised in Python, memoised)."""
+        """Emit the tokens of a piece holding non-ASCII bytes.
+
+        A *simple* character (see :func:`_simple_table`) is one token whatever surrounds it and
+        its bytes are already normalised, so it is hashed here in C; the runs between simple
+        characters are normalised in Python (memoised). Text in Chinese or Japanese is then
+        hashed in C, character by character, like ASCII words; the tokens are the same as
+        normalising the whole piece (a test compares them).
+        """
+        cdef size_t i = 0, start = 0
+        cdef uint32_t cp
+        cdef unsigned char c
+        cdef bint first = True
+        while i + 2 < n:
+            c = s[i]
+            if c < 0xE3 or c > 0xE9 or (s[i + 1] & 0xC0) != 0x80 or (s[i + 2] & 0xC0) != 0x80:
+                i += 1
+                continue
+            cp = ((<uint32_t>c & 0x0F) << 12) | ((<uint32_t>s[i + 1] & 0x3F) << 6) | (<uint32_t>s[i + 2] & 0x3F)
+            if not _simple[cp - _SIMPLE_BASE] or (cp < 0x3100 and not _starter_at(s + i + 3, n - i - 3)):
+                # kana compose with a voiced sound mark (U+3099, U+309A) among the combining
+                # marks after them, in any order: they are read with those marks
+                i += 3
+                continue
+            if i > start:
+                self._normalised(s + start, i - start, out, sep if first else 32)
+                first = False
+            self._emit(out, hash_bytes(s + i, 3, self.seed), TK_OTHER, 0, sep if first else 32, 0)
+            first = False
+            i += 3
+            start = i
+        if n > start:
+            self._normalised(s + start, n - start, out, sep if first else 32)
+        return 0
+
+    cdef int _normalised(self, const unsigned char *s, size_t n, U64Buf *out, uint8_t sep) except -1:
+        """Emit the tokens of a run normalised in Python (:func:`normalize_piece`, memoised)."""
         cdef bytes key = PyBytes_FromStringAndSize(<const char *>s, n)
         cdef bytes hashes = self.memo.get(key)
         cdef list tokens
@@ -191,63 +290,72 @@ cdef class Tokenizer:
         return 0
 
     cdef int tokenize(self, const unsigned char *s, size_t n, U64Buf *out) except -1:
-        """Append the token hashes of the UTF-8 text ``s[:n]`` to ``out``."""
-        cdef size_t i = 0, j, k, last_end = 0, seps
-        cdef unsigned char c, sepc
+        """Append the token hashes of the UTF-8 text ``s[:n]`` to ``out``.
+
+        One pass over the bytes by class (:data:`_byte_class`): an ASCII word is lower-cased
+        into a buffer and hashed as it ends; a piece with non-ASCII bytes goes to :meth:`_piece`.
+        """
+        cdef size_t i = 0, j, seps = 0
+        cdef unsigned char c, sepc = 32
+        cdef uint8_t t
         cdef bint high, digits
         cdef uint32_t value
-        cdef uint8_t sep
+        cdef unsigned char *lower
         cdef unsigned char *grown
+        if n > self.cap_lower:
+            grown = <unsigned char *>realloc(self.lower, n)
+            if grown == NULL:
+                raise MemoryError()
+            self.lower = grown
+            self.cap_lower = n
+        lower = self.lower
         while i < n:
             c = s[i]
-            if c < 0x80 and not _word_byte(c):
-                if self.char_mode and not _space(c):
-                    self._emit(out, hash_bytes(s + i, 1, self.seed), TK_OTHER, 0, 32, 0)
+            t = _byte_class[c]
+            if t <= BC_SPACE:
+                if t == BC_SEP:
+                    seps += 1
+                    sepc = c
+                    if self.char_mode:
+                        self._emit(out, hash_bytes(s + i, 1, self.seed), TK_OTHER, 0, 32, 0)
                 i += 1
                 continue
-            # the separator before this piece
-            seps = 0
-            sepc = 32
-            for k in range(last_end, i):
-                if not _space(s[k]):
-                    seps += 1
-                    sepc = s[k]
-            sep = sepc if seps <= 1 and sepc < 0x80 else 0
+            # a piece: the separator before it is its one non-space ASCII byte, if one
             j = i
             high = False
-            while j < n and (s[j] >= 0x80 or _word_byte(s[j])):
-                if s[j] >= 0x80:
+            digits = True
+            value = 0
+            while j < n:
+                c = s[j]
+                t = _byte_class[c]
+                if t <= BC_SPACE:
+                    break
+                if t == BC_DIGIT:
+                    if value < 100000000:
+                        value = value * 10 + (c - 48)
+                    lower[j - i] = 48 if self.mask_digits else c
+                elif t == BC_UPPER:
+                    digits = False
+                    lower[j - i] = c + 32
+                elif t == BC_HIGH:
                     high = True
+                else:
+                    digits = False
+                    lower[j - i] = c
                 j += 1
             if high or self.char_mode:
-                self._piece(s + i, j - i, out, sep)
+                self._piece(s + i, j - i, out, sepc if seps <= 1 else 0)
             else:
-                if j - i > self.cap_lower:
-                    self.cap_lower = max(j - i, 2 * self.cap_lower, 256)
-                    grown = <unsigned char *>realloc(self.lower, self.cap_lower)
-                    if grown == NULL:
-                        raise MemoryError()
-                    self.lower = grown
-                digits = True
-                value = 0
-                for k in range(i, j):
-                    c = s[k]
-                    if c >= 48 and c <= 57:
-                        if value < 100000000:
-                            value = value * 10 + (c - 48)
-                        self.lower[k - i] = 48 if self.mask_digits else c
-                    else:
-                        digits = False
-                        self.lower[k - i] = c + 32 if (c >= 65 and c <= 90) else c
                 self._emit(
                     out,
-                    hash_bytes(self.lower, j - i, self.seed),
+                    hash_bytes(lower, j - i, self.seed),
                     TK_DIGITS if digits else TK_WORD,
                     <uint8_t>min(j - i, 255),
-                    sep,
+                    sepc if seps <= 1 else 0,
                     value,
                 )
-            last_end = j
+            seps = 0
+            sepc = 32
             i = j
         if self.mask_dates and out.len:
             self._mask_dates(out)

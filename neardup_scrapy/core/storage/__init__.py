@@ -17,7 +17,8 @@ from .base import IndexStorage, ParameterMismatchError, StorageError
 
 __all__ = ["IndexStorage", "ParameterMismatchError", "StorageError", "open_storage"]
 
-REDIS_HINT = "pip install neardup-scrapy[redis]"
+#: neardup-scrapy is not on PyPI yet: name the package itself, and the extra for a checkout.
+REDIS_HINT = 'pip install "redis[hiredis]>=5.0" (or pip install -e ".[redis]" in a neardup-scrapy checkout)'
 DEFAULT_DISK_PATH = "neardup-index.sqlite"
 
 

@@ -43,6 +43,40 @@ U16Array = npt.NDArray[np.uint16]
 #: pages that share a generic heading.
 BUCKET_CAP = 64
 
+#: A lookup returns at most this many candidates found through similarity buckets (MinHash
+#: bands, SimHash blocks), plus every page under the page's exact-digest and url keys. The
+#: principle: the number of buckets a page shares with the new one is the LSH estimate of their
+#: similarity, and verification compares the new page with cluster representatives (fetched
+#: by the detector whether or not they are candidates), so the candidates sharing the most
+#: buckets (earliest first on ties: representatives) decide the verdict and the rest of a huge
+#: family of near-identical pages adds cost, not information.
+MAX_CANDIDATES = 128
+#: Tables whose hits are always candidates: 0 (exact digests) and 255 (urls; see ``sketch.py``).
+_PINNED_TABLES = (0, 255)
+
+
+def pinned_keys(keys: U64Array) -> npt.NDArray[np.bool_]:
+    """Which of ``keys`` are exact-digest or url keys (their hits are never capped)."""
+    table = (keys >> np.uint64(56)).astype(np.int64)
+    return np.isin(table, _PINNED_TABLES)
+
+
+def rank_candidates(
+    pinned: npt.NDArray[np.integer[Any]], shared: npt.NDArray[np.integer[Any]], cap: int = MAX_CANDIDATES
+) -> I64Array:
+    """The candidate ids of a lookup, sorted (see :data:`MAX_CANDIDATES`).
+
+    Args:
+        pinned: ids under exact-digest and url keys (all kept).
+        shared: ids under the other keys, once per bucket they share with the page.
+        cap: how many of ``shared`` to keep: those sharing the most buckets, then the earliest.
+    """
+    ids, counts = np.unique(shared.astype(np.int64), return_counts=True)
+    if len(ids) > cap:
+        ids = ids[np.lexsort((ids, -counts))[:cap]]
+    return np.union1d(pinned.astype(np.int64), ids)
+
+
 #: Status codes as stored (uint8).
 STATUS_CODES = {"unique": 0, "exact": 1, "near": 2}
 STATUS_NAMES = {v: k for k, v in STATUS_CODES.items()}

@@ -20,6 +20,7 @@ from neardup_scrapy.core.multimap import KeyMultimap
 
 from .base import (
     BUCKET_CAP,
+    MAX_CANDIDATES,
     STATUS_CODES,
     STATUS_NAMES,
     Commit,
@@ -28,6 +29,8 @@ from .base import (
     HostCounts,
     I64Array,
     U64Array,
+    pinned_keys,
+    rank_candidates,
 )
 from .members import cluster_member
 from .unionfind import all_roots, find_root
@@ -83,7 +86,12 @@ class MemoryStorage:
             return ids.astype(np.int64), None
         # Few candidates as a rule: a set beats np.unique's sort machinery by microseconds.
         distinct = sorted(set(ids.tolist()))
-        return np.array(distinct, dtype=np.int64), None
+        if len(distinct) <= MAX_CANDIDATES:
+            return np.array(distinct, dtype=np.int64), None
+        pinned = pinned_keys(keys)
+        return rank_candidates(
+            self._buckets.lookup(keys[pinned], BUCKET_CAP), self._buckets.lookup(keys[~pinned], BUCKET_CAP)
+        ), None
 
     def lookup_or_insert(
         self, keys: U64Array, provisional: Commit

@@ -88,6 +88,7 @@ from neardup_scrapy.core.mirrors import MirrorEvidence
 
 from .base import (
     BUCKET_CAP,
+    MAX_CANDIDATES,
     STATUS_CODES,
     STATUS_NAMES,
     Commit,
@@ -100,6 +101,8 @@ from .base import (
     StorageError,
     U64Array,
     compare_parameters,
+    pinned_keys,
+    rank_candidates,
 )
 from .retry import RetryPolicy, call_with_retry
 from .sqlite import summarize_clusters
@@ -140,6 +143,13 @@ local function address(f, L, sp)
   local a = h % m
   if a < sp then a = h % (2 * m) end
   return a
+end
+-- What a lookup answers of a bucket: its first BUCKET_CAP ids, then its last id (the token).
+-- The whole value grew with the bucket (a family of thousands of near-identical pages), and so
+-- did every answer that carried it.
+local function trimmed(v)
+  if #v < 4 then return '' end
+  return string.sub(v, 1, 4 * BUCKET_CAP) .. string.sub(v, -4)
 end
 local function bucket(f, L, sp)
   local v = redis.call('HGET', P .. ':s:' .. address(f, L, sp), f)
@@ -232,7 +242,7 @@ local cap = tonumber(ARGV[2])
 local values, ids, seen = {}, {}, {}
 for i = 3, #ARGV do
   local v = bucket(ARGV[i], L, sp)
-  values[#values + 1] = v
+  values[#values + 1] = trimmed(v)
   for j = 1, math.min(#v, 4 * BUCKET_CAP) - 3, 4 do
     local id = struct.unpack('<I4', v, j)
     if not seen[id] then seen[id] = true; ids[#ids + 1] = id end
@@ -549,7 +559,7 @@ for i = 14, #ARGV do
     raw[f] = v
   end
   if v == false then v = '' elseif v == '' then v = redis.call('GET', P .. ':o:' .. f) or '' end
-  values[#values + 1] = v
+  values[#values + 1] = trimmed(v)
   for j = 1, math.min(#v, 4 * BUCKET_CAP) - 3, 4 do
     local id = struct.unpack('<I4', v, j)
     if not seen[id] then seen[id] = true; ids[#ids + 1] = id end
@@ -606,6 +616,9 @@ def safe_url(url: str) -> str:
         return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
     except ValueError:
         return "<unparseable redis url>"
+
+
+_NO_IDS = np.empty(0, dtype="<u4")
 
 
 def bucket_fields(keys: U64Array) -> list[bytes]:
@@ -743,7 +756,7 @@ class RedisStorage:
             from redis.retry import Retry
         except ImportError as exc:  # pragma: no cover - open_storage checks first
             raise StorageError(
-                "the redis store needs the 'redis' package: pip install neardup-scrapy[redis]"
+                "the redis store needs the 'redis' package: pip install \"redis[hiredis]>=5.0\""
             ) from exc
         self._transient = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError, OSError)
         if self._client is None:
@@ -859,7 +872,8 @@ class RedisStorage:
             ``(ids, token)``; the token holds each bucket's field and last id.
         """
         fields = bucket_fields(keys)
-        return self._candidates(fields, self._run("lookup", [self.prefix, self.prefetch, *fields], "lookup"))
+        answer = self._run("lookup", [self.prefix, self.prefetch, *fields], "lookup")
+        return self._candidates(fields, answer, pinned_keys(keys).tolist())
 
     def lookup_or_insert(
         self, keys: U64Array, provisional: Commit
@@ -884,7 +898,7 @@ class RedisStorage:
         if answer[5]:
             self._cache.clear()
             return np.empty(0, dtype=np.int64), None, self._commit_result(answer[5])
-        found, token = self._candidates(fields, answer)
+        found, token = self._candidates(fields, answer, pinned_keys(keys).tolist())
         return found, token, None
 
     def fetch(self, ids: I64Array) -> DocBatch:
@@ -908,9 +922,15 @@ class RedisStorage:
             return None
         return self._commit_result(reply)
 
-    def _candidates(self, fields: list[bytes], answer: Sequence[Any]) -> tuple[I64Array, bytes]:
-        """``(ids, token)`` from a lookup answer; caches the prefetched records for :meth:`fetch`."""
+    def _candidates(
+        self, fields: list[bytes], answer: Sequence[Any], pinned: list[bool]
+    ) -> tuple[I64Array, bytes]:
+        """``(ids, token)`` from a lookup answer; caches the prefetched records for :meth:`fetch`.
+
+        ``pinned``: which fields are exact-digest or url buckets (see :data:`~.base.MAX_CANDIDATES`).
+        """
         values, ids, recs, roots, ncand = answer[:5]
+        # each value: the bucket's first BUCKET_CAP ids, then its last id (see ``trimmed``)
         token = b"".join(fields) + b"".join(bytes(v[-4:]) if len(v) >= 4 else _NONE4 for v in values)
         self._cache.clear()
         candidates: list[int] = []
@@ -925,7 +945,19 @@ class RedisStorage:
             candidates = [int(d) for d in ids[:ncand]]
         if candidates:
             self._last_doc = max(self._last_doc, *candidates)
-        return np.unique(np.array(candidates, dtype=np.int64)), token
+        found = np.unique(np.array(candidates, dtype=np.int64))
+        if len(found) > MAX_CANDIDATES:
+            per_bucket = [np.frombuffer(bytes(v[:-4]), dtype="<u4") for v in values]
+            ranked = rank_candidates(
+                np.concatenate(
+                    [ids for ids, pin in zip(per_bucket, pinned, strict=True) if pin] or [_NO_IDS]
+                ),
+                np.concatenate(
+                    [ids for ids, pin in zip(per_bucket, pinned, strict=True) if not pin] or [_NO_IDS]
+                ),
+            )
+            found = np.intersect1d(found, ranked)
+        return found, token
 
     def _commit_args(self, commit: Commit) -> list[Any]:
         """ARGV 1..13 of the commit script (see ``_LUA_APPLY``); takes the next sequence number."""

@@ -50,6 +50,7 @@ from neardup_scrapy.core.mirrors import MirrorEvidence, MirrorLedger
 
 from .base import (
     BUCKET_CAP,
+    MAX_CANDIDATES,
     STATUS_CODES,
     STATUS_NAMES,
     Commit,
@@ -61,6 +62,8 @@ from .base import (
     StorageError,
     U64Array,
     compare_parameters,
+    pinned_keys,
+    rank_candidates,
 )
 from .members import cluster_member
 from .unionfind import all_roots, find_root
@@ -393,16 +396,27 @@ class SQLiteStorage:
         if self.ttl is not None:
             self._advance_frontier()
         k48 = bucket_key48(keys)
-        marks = ",".join("?" * len(k48))
         try:
-            rows = db.execute(
-                "SELECT doc FROM (SELECT doc, row_number() OVER (PARTITION BY key ORDER BY doc) AS rank "
-                f"FROM buckets WHERE key IN ({marks}) AND doc >= ?) WHERE rank <= ?",
-                (*k48, self._frontier, BUCKET_CAP),
-            ).fetchall()
+            # One range scan of the (key, doc) primary key per key, BUCKET_CAP rows at most: a
+            # query over all keys at once ranked every row of every bucket, so its cost grew with
+            # the largest bucket (a family of thousands of near-identical pages).
+            rows = [
+                (key, doc)
+                for key in dict.fromkeys(k48)
+                for (doc,) in db.execute(
+                    "SELECT doc FROM buckets WHERE key = ? AND doc >= ? ORDER BY doc LIMIT ?",
+                    (key, self._frontier, BUCKET_CAP),
+                )
+            ]
         except sqlite3.Error as exc:
             raise StorageError(f"neardup index {self.path}: lookup failed: {exc}") from exc
-        return np.unique(np.array([r for (r,) in rows], dtype=np.int64)), None
+        docs = np.array([doc for (_, doc) in rows], dtype=np.int64)
+        distinct = np.unique(docs)
+        if len(distinct) <= MAX_CANDIDATES:
+            return distinct, None
+        pinned = {key for key, pin in zip(k48, pinned_keys(keys).tolist(), strict=True) if pin}
+        is_pinned = np.array([key in pinned for (key, _) in rows], dtype=bool)
+        return rank_candidates(docs[is_pinned], docs[~is_pinned]), None
 
     def lookup_or_insert(
         self, keys: U64Array, provisional: Commit
