@@ -561,3 +561,66 @@ def test_visible_characters_counted_eight_bytes_at_a_time(data: bytes) -> None:
 
     expected = sum(1 for b in data if (b & 0xC0) != 0x80 and b not in b" \t\n\r\x0b\x0c")
     assert count_chars(data) == expected
+
+
+def test_title_and_canonical_moved_into_the_body_by_the_parser_are_still_the_pages() -> None:
+    """libxml2 opens <body> at the first element a <head> may not hold, and puts the <title> and
+    links after it there: they still name the document. An inline SVG's <title> does not."""
+    doc = (
+        "<html><head><meta charset='utf-8'><div>consent banner</div>"
+        "<title>Moved title | Site</title><link rel='canonical' href='https://origin.example/m'>"
+        "</head><body><svg><title>Logo</title></svg>"
+        f"<article><h1>Heading</h1><p>{prose(2)}</p></article></body></html>"
+    )
+    result = T.extract(parse_html(doc))
+    assert result.title == "Moved title | Site"
+    assert result.canonical == "https://origin.example/m"
+    svg_first = page(f"<svg><title>Logo</title></svg><p>{prose(2)}</p>", head="")
+    assert T.extract(parse_html(svg_first)).title == ""
+
+
+def test_main_holding_the_text_outside_chrome_is_the_content_beside_a_large_footer() -> None:
+    """A short reference page: its <main> holds a small share of all the characters (a long
+    legal footer) but all of the text outside chrome; its own text beside the heading stays."""
+    legal = " ".join(f"Legal clause {i} of the publisher applies to this documentation." for i in range(12))
+    doc = page(
+        "<header><nav><a href='/'>Overview</a> <a href='/m'>Module</a></nav></header>"
+        "<main><div class='header'><h1>Uses of Class Widget</h1></div>No usage of Widget</main>"
+        f"<footer><p>{legal}</p></footer>",
+        head="<title>Uses of Class Widget</title>",
+    )
+    assert html_to_text(doc) == "Uses of Class Widget No usage of Widget"
+
+
+def test_layout_table_holding_the_title_heading_is_descended() -> None:
+    """A page laid out by a table (a link tree, the document, a side rail): the document's cell
+    is the content, not the table; a data table is still content as a whole."""
+    tree = "".join(f"<li><a href='/p{i}'>Other reference page number {i}</a></li>" for i in range(30))
+    rail = "".join(f"<li><a href='/q{i}'>Popular question {i} asked here</a></li>" for i in range(8))
+    doc = page(
+        f"<table class='frame'><tr><td><ul>{tree}</ul></td>"
+        f"<td><h1>Class Widget</h1><p>{prose(1, 'widget')}</p></td>"
+        f"<td><div>{prose(1, 'rail')}</div><ol>{rail}</ol></td></tr></table>",
+        head="<title>Class Widget</title>",
+    )
+    text = html_to_text(doc)
+    assert text.startswith("Class Widget widget sentence 0")
+    for aside in ("Other reference page", "rail sentence", "Popular question"):
+        assert aside not in text
+    rows = "".join(f"<tr><td>name{i}</td><td>value {i} of the data</td></tr>" for i in range(20))
+    data = page(f"<h1>Values</h1><p>{prose(1)}</p><table>{rows}</table>")
+    assert "value 19 of the data" in html_to_text(data)
+
+
+def test_headed_sections_stay_together() -> None:
+    """An index page: an introduction, then a heading and its short list. The heading makes
+    its parent a document of sections, so the descent does not keep the introduction alone
+    (which every index page of the site shares)."""
+    intro = "Here is a list of all namespace members with links to the namespace documentation for each member:"
+    doc = page(
+        f"<div class='contents'><div class='textblock'>{intro}</div>"
+        "<h3>- z -</h3><ul><li>ZlibCompressorFormat : <a href='/gio'>Gio</a></li></ul></div>",
+        head="<title>Namespace Members</title>",
+    )
+    text = html_to_text(doc)
+    assert "ZlibCompressorFormat" in text and "Here is a list" in text

@@ -15,8 +15,9 @@ the threshold (0.8 by default):
 5. **An edited copy**: ``J >= max(0.3, T - 0.3)`` (0.5) and the texts differ in at most three
    places, each mostly inserted or deleted text (a dateline, a counter, a notice, a paragraph
    added or removed), as aligned by the pages' edit sketches; or in at most two places of any
-   kind (a paragraph rewritten), unless the urls are two releases of one document (releases
-   differ by edits by nature: rule 2 holds them to ``J >= T``). Pages generated from one
+   kind (a paragraph rewritten) that hold at most 40% of either text, unless the urls are two
+   releases of one document (releases differ by edits by nature: rule 2 holds them to
+   ``J >= T``). Pages generated from one
    template for different items differ by *substituted* names and numbers, scattered through
    the text, which this rule does not accept (and their headings differ: rule 3).
 
@@ -29,13 +30,16 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
-from .native.sketch import edit_regions, heads_agree
+from .native.sketch import edit_regions, heads_agree, profile_tokens
 from .params import DetectorParams
 
 #: Edited copies differ in at most this many places.
 MAX_EDIT_REGIONS = 3
 #: Revised copies (a passage rewritten rather than added or removed) in at most this many.
 MAX_REVISED_REGIONS = 2
+#: ... holding at most this share of either text: most of a revised copy is unchanged, in order
+#: (text rewritten throughout aligns as one place that holds all of it).
+MAX_REVISED_SHARE = 0.4
 _VERSION_RE = re.compile(r"\d+(?:\.\d+)+")
 
 
@@ -60,15 +64,16 @@ def other_release(url_a: str, url_b: str) -> bool:
     return key is not None and key == release_key(url_b)
 
 
-def edit_places(profile_a: bytes, profile_b: bytes) -> tuple[int, bool] | None:
-    """Where two texts differ, as aligned by their edit sketches: ``(places, inserts_only)``.
+def edit_places(profile_a: bytes, profile_b: bytes) -> tuple[int, bool, float] | None:
+    """Where two texts differ, as aligned by their edit sketches: ``(places, inserts_only, changed)``.
 
     A place is a maximal run of chunks of one text missing from the other. It is an insertion
     or deletion when what it holds on the smaller side is no more than the context around the
     edit point -- about two chunks, whose boundaries the inserted text moved -- next to the text
     added on the larger side: ``min(a, b) <= |a - b| + 2 chunks`` with at least 2 tokens
-    added, or when the two sides differ by at least half of the larger one. ``None`` when the
-    texts are too different in length to be aligned.
+    added, or when the two sides differ by at least half of the larger one. ``changed`` is the
+    larger of the two texts' shares held by the places. ``None`` when the texts are too
+    different in length to be aligned.
     """
     aligned = edit_regions(profile_a, profile_b)
     if aligned is None:
@@ -80,7 +85,12 @@ def edit_places(profile_a: bytes, profile_b: bytes) -> tuple[int, bool] | None:
         grown = abs(a - b)
         if grown * 2 < max(a, b) and not (grown >= 2 and min(a, b) <= grown + context):
             inserts_only = False
-    return len(regions), inserts_only
+    shares = [
+        sum(side) / total
+        for side, total in zip(zip(*regions), (profile_tokens(profile_a), profile_tokens(profile_b)))
+        if total
+    ]
+    return len(regions), inserts_only, max(shares, default=0.0)
 
 
 def edited_copy(profile_a: bytes, profile_b: bytes) -> int:
@@ -132,9 +142,9 @@ class PairRule:
             places = edit_places(profile_a, profile_b)
             if places is None:
                 return None
-            count, inserts_only = places
+            count, inserts_only, changed = places
             if inserts_only and count <= MAX_EDIT_REGIONS:
                 return f"J~{similarity:.2f}: an edited copy ({count} inserted or deleted passage(s))"
-            if count <= MAX_REVISED_REGIONS and not other_release(url_a, url_b):
+            if count <= MAX_REVISED_REGIONS and changed <= MAX_REVISED_SHARE and not other_release(url_a, url_b):
                 return f"J~{similarity:.2f}: a revised copy ({count} rewritten passage(s))"
         return None

@@ -46,10 +46,12 @@ cdef class Extractor:
     cdef int run(self, tree.xmlNode *root, long max_chars, double deadline) except -1
     cdef int32_t _new_elem(self) except -1
     cdef void _read_head(self, tree.xmlNode *head)
+    cdef void _read_head_element(self, tree.xmlNode *node)
     cdef int _walk(self, tree.xmlNode *top, double deadline) except -1
     cdef void _close(self, int32_t i) noexcept
     cdef int32_t _find_anchors(self)
     cdef bint _holds_anchor(self, int32_t i) noexcept
     cdef bint _dominated(self, int32_t t) noexcept
+    cdef bint _only_anchor(self, int32_t b) noexcept
     cdef int32_t _choose(self) noexcept
     cdef int _render(self, int32_t c, long max_chars) except -1

@@ -9,16 +9,21 @@ and its ``<article>`` descendants. Everything after the walk is arithmetic over 
 1. **Container.** A ``<main>`` (or ``role="main"``) holding at least a fifth of the page's text
    is the main content (HTML: "the dominant contents of the body"). Else a single dominant,
    non-nested ``<article>`` that is not itself a list of articles. Else a descent from
-   ``<body>``: move into the child holding at least 70% of the node's *mass* (text outside
-   chrome, link text weighted 1/5), never into a content block (paragraph, list, heading, data
-   table); when the page has a *title heading* (the heading that matches ``<title>``), only
-   into the branch holding it, so a page's heading stays with its text.
+   ``<body>`` (from the ``<main>`` when it holds half the page's *mass* though not a fifth of
+   its characters: a short page in a long template): move into the child holding at least 70%
+   of the node's *mass* (text outside chrome, link text weighted 1/5), never into a content
+   block (paragraph, list, heading, data table: a table that holds the page's title heading
+   lays the page out and is descended), nor away from a heading among the node's children
+   (a document of headed sections stays whole); when the page has a *title heading* (the heading that
+   matches ``<title>``), only into the branch holding it and more than it, so a page's heading
+   stays with its text.
 2. **Render.** The container's text without hidden and dropped elements (scripts, forms...),
    chrome (navigation, sharing, ads, comments... by tag, ARIA role or class/id words) and
    link lists, each removed only while it holds less than half of the container's text: a
    mislabelled wrapper cannot empty the page, and an index page keeps its links.
 3. **Heading.** The page's first ``<h1>`` outside chrome is prepended when it sits outside the
-   container; a page without ``<h1>`` gets its ``<title>``.
+   container; a page without ``<h1>`` gets its ``<title>`` (the first one outside ``<svg>``,
+   also where a parser moved it into ``<body>``).
 
 Chrome words come in two strengths, each a general convention of page markup: *strong* words
 (share, comment, related, sponsor, cookie, newsletter...) mark chrome wherever they are;
@@ -95,6 +100,7 @@ cdef enum:
     ANCHOR_PCT = 25         # the branch holding the title heading needs this share
     LISTING_ANCHOR_PCT = 10 # ... beside a list of articles
     SEMANTIC_PCT = 20       # share of the page's text a <main>/<article> must hold
+    MAIN_MASS_PCT = 50      # ... or share of the page's mass (text outside chrome) a <main> holds
     LINK_WEIGHT_DIV = 5     # link text weighs 1/5 in the mass
     DENSE_PCT = 80          # a block this much link text is a link list
     LAYOUT_DENSE_PCT = 50   # a layout-named block inside a section this much link text is chrome
@@ -555,6 +561,18 @@ cdef class Extractor:
     cdef void _read_head(self, tree.xmlNode *head):
         """The first <title> text and the canonical link of a <head>."""
         cdef tree.xmlNode *node = head.children
+        while node != NULL:
+            if node.type == tree.XML_ELEMENT_NODE and node.name != NULL:
+                self._read_head_element(node)
+            node = node.next
+
+    cdef void _read_head_element(self, tree.xmlNode *node):
+        """Keep a <title>'s text or a canonical <link>'s href, when none is kept yet.
+
+        Also called for these elements met in the body: an HTML parser moves the document's
+        <title> and links into <body> when the head holds something it does not allow there,
+        and they are still the document's (titles of inline SVG are never reached: the walk
+        does not enter <svg>)."""
         cdef tree.xmlNode *child
         cdef tree.xmlAttr *a
         cdef const unsigned char *v
@@ -562,29 +580,26 @@ cdef class Extractor:
         cdef bint canonical
         cdef const unsigned char *href
         cdef size_t nhref
-        while node != NULL:
-            if node.type == tree.XML_ELEMENT_NODE and node.name != NULL:
-                if _eq(node.name, "title") and self.title.len == 0:
-                    child = node.children
-                    while child != NULL:
-                        if child.type == tree.XML_TEXT_NODE and child.content != NULL:
-                            bytebuf_append(&self.title, child.content, strlen(<const char *>child.content))
-                        child = child.next
-                elif _eq(node.name, "link") and self.canonical.len == 0:
-                    canonical = False
-                    href = NULL
-                    nhref = 0
-                    a = node.properties
-                    while a != NULL:
-                        v = _attr_value(a, &n)
-                        if _eq(a.name, "rel") and _ieq(v, n, "canonical"):
-                            canonical = True
-                        elif _eq(a.name, "href"):
-                            href, nhref = v, n
-                        a = a.next
-                    if canonical and href != NULL:
-                        bytebuf_append(&self.canonical, href, nhref)
-            node = node.next
+        if _eq(node.name, "title") and self.title.len == 0:
+            child = node.children
+            while child != NULL:
+                if child.type == tree.XML_TEXT_NODE and child.content != NULL:
+                    bytebuf_append(&self.title, child.content, strlen(<const char *>child.content))
+                child = child.next
+        elif _eq(node.name, "link") and self.canonical.len == 0:
+            canonical = False
+            href = NULL
+            nhref = 0
+            a = node.properties
+            while a != NULL:
+                v = _attr_value(a, &n)
+                if _eq(a.name, "rel") and _ieq(v, n, "canonical"):
+                    canonical = True
+                elif _eq(a.name, "href"):
+                    href, nhref = v, n
+                a = a.next
+            if canonical and href != NULL:
+                bytebuf_append(&self.canonical, href, nhref)
 
     cdef int _walk(self, tree.xmlNode *top, double deadline) except -1:
         """Number the visible elements under ``top`` and fill their counts (see :class:`Elem`).
@@ -615,6 +630,8 @@ cdef class Extractor:
             if node.type == tree.XML_ELEMENT_NODE and node.name != NULL:
                 kind = _tag_kind(node.name)
                 hidden = (kind & K_DROP) != 0
+                if kind & K_TITLE or (hidden and node.name[0] == 108):  # <title>, <link>
+                    self._read_head_element(node)
                 has_href = role_main = role_chrome = False
                 cls = ident = <const unsigned char *>b""
                 ncls = nid = 0
@@ -804,9 +821,15 @@ cdef class Extractor:
                 j = e.end
         return False
 
+    cdef bint _only_anchor(self, int32_t b) noexcept:
+        """Whether branch ``b`` holds the title heading and little else (under MIN_LIST_CHARS)."""
+        cdef int32_t a = self.anchor
+        return a >= 0 and b <= a < self.elems[b].end and self.elems[b].text - self.elems[a].text < MIN_LIST_CHARS
+
     cdef int32_t _choose(self) noexcept:
         cdef Elem *elems = self.elems
-        cdef int32_t i, best = -1, node, child, holder, end
+        cdef int32_t i, best = -1, node, child, holder, end, start
+        cdef bint headed
         cdef int64_t total = elems[0].text, best_text = 0, sum_text = 0, m, cm, best_mass
         cdef Elem *e
         # 1. <main>
@@ -816,6 +839,9 @@ cdef class Extractor:
                 best, best_text = i, e.text
         if best >= 0 and best_text * 100 >= SEMANTIC_PCT * total:
             return best
+        start = 0
+        if best >= 0 and _mass(&elems[best]) * 100 >= MAIN_MASS_PCT * _mass(&elems[0]):
+            start = best
         # 2. one dominant, non-nested <article> that is not a list of articles
         best, best_text = -1, 0
         for i in range(self.n_elems):
@@ -832,7 +858,7 @@ cdef class Extractor:
         ):
             return best
         # 3. descent
-        node = 0
+        node = start
         while True:
             e = &elems[node]
             m = _mass(e)
@@ -840,19 +866,24 @@ cdef class Extractor:
             best = -1
             best_mass = -1
             holder = -1
+            headed = False
             child = node + 1
             while child < end:
                 cm = _mass(&elems[child])
                 if not (elems[child].flags & F_EXCLUDED) and cm > best_mass:
                     best, best_mass = child, cm
+                if elems[child].kind & (K_H1 | K_H23) and cm > 0:
+                    headed = True
                 if holder < 0 and self._holds_anchor(child):
                     holder = child
                 child = elems[child].end
             if best < 0 or m <= 0:
                 break
             if holder >= 0 and self._holds_anchor(best):
-                # the heaviest child holds the title heading: follow it while it holds enough
-                if best in self.anchors or best_mass * 100 < ANCHOR_PCT * m:
+                # the heaviest child holds the title heading: follow it while it holds enough,
+                # and while it holds more than the heading (the main content is the heading's
+                # text: a branch of the heading alone leaves the text beside it behind)
+                if best in self.anchors or best_mass * 100 < ANCHOR_PCT * m or self._only_anchor(best):
                     break
             elif holder >= 0:
                 # the title heading is beside the heaviest child: the heading's branch is taken
@@ -864,12 +895,17 @@ cdef class Extractor:
                 ) * m:
                     break
                 best = holder
-            elif _listing(&elems[best]) or best_mass * 100 < ALPHA_PCT * m:
+            elif _listing(&elems[best]) or best_mass * 100 < ALPHA_PCT * m or headed:
+                # a heading among the children makes the node a document of headed sections:
+                # descending into one block would leave the others behind
                 break
             if elems[best].kind & K_BLOCKSTOP:
                 break  # a paragraph, list or heading is a part of the content, not its container
-            if elems[best].kind & K_TABLEPART and not self._dominated(best):
-                break  # a data table is content; a layout table (one dominant cell) is descended
+            if elems[best].kind & K_TABLEPART and not self._dominated(best) and not self._holds_anchor(best):
+                # a data table is content; a layout table (one dominant cell, or the cell of the
+                # page's title heading: a data table does not hold the document's heading) is
+                # descended
+                break
             node = best
         return node
 
