@@ -616,7 +616,7 @@ def test_headed_sections_stay_together() -> None:
     """An index page: an introduction, then a heading and its short list. The heading makes
     its parent a document of sections, so the descent does not keep the introduction alone
     (which every index page of the site shares)."""
-    intro = "Here is a list of all namespace members with links to the namespace documentation for each member:"
+    intro = "Here is a list of all namespace members with links to the documentation of each member:"
     doc = page(
         f"<div class='contents'><div class='textblock'>{intro}</div>"
         "<h3>- z -</h3><ul><li>ZlibCompressorFormat : <a href='/gio'>Gio</a></li></ul></div>",

@@ -85,12 +85,12 @@ def edit_places(profile_a: bytes, profile_b: bytes) -> tuple[int, bool, float] |
         grown = abs(a - b)
         if grown * 2 < max(a, b) and not (grown >= 2 and min(a, b) <= grown + context):
             inserts_only = False
-    shares = [
-        sum(side) / total
-        for side, total in zip(zip(*regions), (profile_tokens(profile_a), profile_tokens(profile_b)))
-        if total
-    ]
-    return len(regions), inserts_only, max(shares, default=0.0)
+    totals = (profile_tokens(profile_a), profile_tokens(profile_b))
+    changed = max(
+        (sum(region[side] for region in regions) / totals[side] for side in (0, 1) if totals[side]),
+        default=0.0,
+    )
+    return len(regions), inserts_only, changed
 
 
 def edited_copy(profile_a: bytes, profile_b: bytes) -> int:
@@ -145,6 +145,7 @@ class PairRule:
             count, inserts_only, changed = places
             if inserts_only and count <= MAX_EDIT_REGIONS:
                 return f"J~{similarity:.2f}: an edited copy ({count} inserted or deleted passage(s))"
-            if count <= MAX_REVISED_REGIONS and changed <= MAX_REVISED_SHARE and not other_release(url_a, url_b):
+            revised = count <= MAX_REVISED_REGIONS and changed <= MAX_REVISED_SHARE
+            if revised and not other_release(url_a, url_b):
                 return f"J~{similarity:.2f}: a revised copy ({count} rewritten passage(s))"
         return None
