@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -13,28 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cli_helpers import make_crawl, write_jsonl
+from test_cli_helpers import ROOT, make_crawl, run_cli, write_jsonl
 
 from neardup_scrapy.cli import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_MALFORMED, EXIT_OK, main
 from neardup_scrapy.report.schema import validate_report
 
-ROOT = Path(__file__).resolve().parent.parent
 TAG_KEYS = ["status", "duplicate_of", "similarity", "hamming", "cluster", "mirror_of"]
-
-
-def run_cli(
-    *args: str, stdin: bytes | None = None, timeout: float = 120
-) -> subprocess.CompletedProcess[bytes]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
-    return subprocess.run(
-        [sys.executable, "-m", "neardup_scrapy.cli", *args],
-        input=stdin,
-        capture_output=True,
-        timeout=timeout,
-        cwd=ROOT,
-        env=env,
-        check=False,
-    )
 
 
 def read_jsonl(path: Path) -> list[bytes]:

@@ -8,9 +8,31 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_cli(
+    *args: str, stdin: bytes | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[bytes]:
+    """``python -m neardup_scrapy.cli ARGS`` from the checkout, output captured, never raising."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    return subprocess.run(
+        [sys.executable, "-m", "neardup_scrapy.cli", *args],
+        input=stdin,
+        capture_output=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env=env,
+        check=False,
+    )
+
 
 _SYLLABLES = ["ka", "lo", "mi", "nu", "pe", "ra", "si", "to", "vu", "xe", "ba", "de", "fi", "go", "hu", "ja"]
 

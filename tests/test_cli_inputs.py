@@ -5,28 +5,14 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cli_helpers import make_crawl, write_jsonl
+from test_cli_helpers import make_crawl, run_cli, write_jsonl
 
 from neardup_scrapy.cli import EXIT_ERROR, EXIT_MALFORMED, EXIT_OK, main
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def run_cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "neardup_scrapy.cli", *args],
-        capture_output=True,
-        timeout=timeout,
-        cwd=ROOT,
-        check=False,
-    )
 
 
 def statuses(path: Path, key: str = "url") -> list[tuple[str, str]]:
@@ -190,13 +176,13 @@ def test_eval_docs_warc_equals_jsonl_and_jobs_do_not_change_verdicts(eval_docs: 
     by_jsonl: dict[int, list[tuple[str, str]]] = {}
     for jobs in (1, 2):
         out = tmp_path / f"jobs{jobs}.jsonl"
-        result = run_cli("scan", str(source), "-o", str(out), "--jobs", str(jobs), "-q")
+        result = run_cli("scan", str(source), "-o", str(out), "--jobs", str(jobs), "-q", timeout=900)
         assert result.returncode == EXIT_OK, result.stderr.decode()[-2000:]
         by_jsonl[jobs] = statuses(out)
     assert by_jsonl[1] == by_jsonl[2]
     assert (tmp_path / "jobs1.jsonl").read_bytes() == (tmp_path / "jobs2.jsonl").read_bytes()
     out = tmp_path / "warc.jsonl"
-    result = run_cli("scan", str(warc), "-o", str(out), "-q")
+    result = run_cli("scan", str(warc), "-o", str(out), "-q", timeout=900)
     assert result.returncode == EXIT_OK, result.stderr.decode()[-2000:]
     html_urls = {r["url"] for r in records}
     assert statuses(out) == [(u, s) for u, s in by_jsonl[1] if u in html_urls]
