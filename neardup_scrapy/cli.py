@@ -613,7 +613,10 @@ def _scan_loop(  # noqa: PLR0917
     show_progress = progress.enabled
     jobs = args.jobs or default_jobs()
     shown = 0
-    for unit, record, analysis in analysed(source.units, detector.params, args.max_body_bytes, jobs):
+    # a file has a size; standard input and pipes do not, and their reads may wait for a writer
+    read_ahead = source.total is not None
+    units = analysed(source.units, detector.params, args.max_body_bytes, jobs, read_ahead=read_ahead)
+    for unit, record, analysis in units:
         number = unit.number
         line: bytes | None = None
         if record.reason is not None:

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import queue
 import signal
+import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -27,6 +29,8 @@ __all__ = ["analysed", "default_jobs"]
 
 CHUNK = 16
 WINDOW_PER_JOB = 4
+#: Units read ahead by the reader thread (see :func:`_read_ahead`).
+READ_AHEAD = 256
 #: Inputs with fewer units than this are analysed in the main process (no pool start-up cost).
 SMALL_INPUT = 256
 
@@ -71,7 +75,7 @@ def _context() -> Any:
 
 
 def analysed(
-    units: Iterable[Unit], params: DetectorParams, max_body_bytes: int, jobs: int
+    units: Iterable[Unit], params: DetectorParams, max_body_bytes: int, jobs: int, *, read_ahead: bool = False
 ) -> Iterator[tuple[Unit, Record, PageAnalysis | None]]:
     """``(unit, record, analysis)`` for every unit, in input order.
 
@@ -80,8 +84,10 @@ def analysed(
         params: the detector parameters (the analysis depends on them).
         max_body_bytes: body size cap (0: none).
         jobs: processes to use; 1 analyses in this process.
+        read_ahead: read the units in a thread when ``jobs > 1`` (:func:`_read_ahead`); only for
+            inputs whose reads never wait for a writer (files, not a terminal or a pipe).
     """
-    it = iter(units)
+    it = _read_ahead(units, READ_AHEAD) if jobs > 1 and read_ahead else iter(units)
     if jobs <= 1:
         analyzer = PageAnalyzer(params)
         for unit in it:
@@ -136,3 +142,60 @@ def _take(pending: deque[tuple[list[Unit], Any]]) -> Iterator[tuple[Unit, Record
     chunk, result = pending.popleft()
     for unit, (record, analysis) in zip(chunk, result.get(), strict=True):
         yield unit, record, analysis
+
+
+class _End:
+    """The end of the input, with the error that ended it (``None``: its end)."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException | None) -> None:
+        self.error = error
+
+
+def _read_ahead(units: Iterable[Unit], size: int) -> Iterator[Unit]:
+    """``units``, read by a thread up to ``size`` ahead of the consumer.
+
+    Reading is mostly decompression and file reads, which release the GIL: with a thread they
+    overlap the main process's own work (the index, the output) instead of adding to it. An
+    error of the input is raised to the consumer where it occurred in the sequence; the thread
+    stops when the consumer does. Units read ahead but not taken when the consumer stops are
+    not counted as read by it.
+    """
+    buffer: queue.Queue[Any] = queue.Queue(size)
+    stop = threading.Event()
+
+    def put(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                buffer.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def read() -> None:
+        try:
+            for unit in units:
+                if not put(unit):
+                    return
+        except BaseException as exc:  # handed to the consumer, raised there
+            put(_End(exc))
+            return
+        put(_End(None))
+
+    reader = threading.Thread(target=read, name="neardup-scan-reader", daemon=True)
+    reader.start()
+    try:
+        while True:
+            item = buffer.get()
+            if isinstance(item, _End):
+                reader.join()
+                if item.error is not None:
+                    raise item.error
+                return
+            yield item
+    finally:
+        # Stopped early (Ctrl-C, an error downstream): the reader ends at its next unit; one
+        # blocked on an input that never comes (a terminal, a pipe) is a daemon and is not waited for.
+        stop.set()

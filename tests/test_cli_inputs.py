@@ -265,3 +265,33 @@ def test_damaged_warc_keeps_what_was_read(tmp_path: Path) -> None:
     rows = out.read_bytes().splitlines()
     assert 0 < len(rows) < len(records)
     assert json.loads(report.read_text())["totals"]["pages"] == len(rows)
+
+
+def test_read_ahead_keeps_order_raises_where_the_input_failed_and_stops_with_its_reader() -> None:
+    import threading
+
+    from neardup_scrapy.scanjobs import _read_ahead
+
+    def failing() -> Any:
+        yield from range(1000)
+        raise ValueError("bad record 1000")
+
+    taken: list[int] = []
+    with pytest.raises(ValueError, match="bad record 1000"):
+        for value in _read_ahead(failing(), 8):
+            taken.append(value)
+    assert taken == list(range(1000))
+
+    def endless() -> Any:
+        n = 0
+        while True:
+            yield n
+            n += 1
+
+    ahead = _read_ahead(endless(), 4)
+    assert [next(ahead) for _ in range(10)] == list(range(10))
+    ahead.close()  # the consumer stops: so does the reader, at its next unit
+    readers = [t for t in threading.enumerate() if t.name == "neardup-scan-reader"]
+    for reader in readers:
+        reader.join(timeout=5)
+        assert not reader.is_alive()

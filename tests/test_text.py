@@ -624,3 +624,17 @@ def test_headed_sections_stay_together() -> None:
     )
     text = html_to_text(doc)
     assert "ZlibCompressorFormat" in text and "Here is a list" in text
+
+
+def test_ad_slots_and_widget_placeholders_lose_their_label() -> None:
+    """A block that a script fills in the browser keeps only a label of its own ("Advert",
+    "Loading..."); text with a script beside it in a block of real text stays."""
+    slot = "<div class='q1x9'><center><span>Advert</span><br><script>fill()</script></center></div>"
+    doc = page(
+        f"<article><h1>Review</h1><p>{prose(2, 'one')}</p>{slot}<p>{prose(2, 'two')}</p>"
+        f"<div>{prose(1, 'three')}<script>track()</script></div></article>"
+    )
+    text = html_to_text(doc)
+    assert "Advert" not in text
+    for kept in ("one sentence 1", "two sentence 0", "three sentence 0"):
+        assert kept in text

@@ -18,9 +18,10 @@ and its ``<article>`` descendants. Everything after the walk is arithmetic over 
    matches ``<title>``), only into the branch holding it and more than it, so a page's heading
    stays with its text.
 2. **Render.** The container's text without hidden and dropped elements (scripts, forms...),
-   chrome (navigation, sharing, ads, comments... by tag, ARIA role or class/id words) and
-   link lists, each removed only while it holds less than half of the container's text: a
-   mislabelled wrapper cannot empty the page, and an index page keeps its links.
+   chrome (navigation, sharing, ads, comments... by tag, ARIA role or class/id words), link
+   lists and the labels of blocks a script fills (ad slots, widgets), each removed only while
+   it holds less than half of the container's text: a mislabelled wrapper cannot empty the
+   page, and an index page keeps its links.
 3. **Heading.** The page's first ``<h1>`` outside chrome is prepended when it sits outside the
    container; a page without ``<h1>`` gets its ``<title>`` (the first one outside ``<svg>``,
    also where a parser moved it into ``<body>``).
@@ -94,6 +95,7 @@ cdef enum:
     F_IN_ARTICLE = 1024 # has an <article> ancestor
     F_LINK = 2048       # an <a href>
     F_ANC_STRONG = 4096 # itself or an ancestor strong chrome (not a layout region)
+    F_SCRIPTED = 8192   # holds a <script> of its own (an ad slot or widget placeholder)
 
 cdef enum:
     ALPHA_PCT = 70          # a child must hold this share of a node's mass for the descent
@@ -632,6 +634,8 @@ cdef class Extractor:
                 hidden = (kind & K_DROP) != 0
                 if kind & K_TITLE or (hidden and node.name[0] == 108):  # <title>, <link>
                     self._read_head_element(node)
+                elif hidden and cur >= 0 and node.name[0] == 115 and _eq(node.name, "script"):
+                    self.elems[cur].flags |= F_SCRIPTED
                 has_href = role_main = role_chrome = False
                 cls = ident = <const unsigned char *>b""
                 ncls = nid = 0
@@ -936,6 +940,11 @@ cdef class Extractor:
                     and <int64_t>e.link * 100 >= DENSE_PCT * e.text
                     and not link_page
                 ):
+                    drop = True
+                elif e.flags & F_SCRIPTED and not (e.kind & (K_INLINE | K_BLOCKSTOP)) and e.text < MIN_LIST_CHARS:
+                    # a layout block (not a paragraph, list or heading) whose script fills it in
+                    # the browser (an ad slot, a widget): its few words are a label
+                    # ("Advertisement", "Loading...")
                     drop = True
             if drop:
                 if 2 * nd + 2 > self.cap_drops:
