@@ -120,7 +120,7 @@ def docs(eval_docs: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
 
 def test_eval_dev_quality(dev: dict[str, Any]) -> None:
     pairs = dev["both"]["source_pairs"]
-    assert pairs["f1"] >= 0.98, pairs  # measured 0.987 (target 0.975)
+    assert pairs["f1"] >= 0.98, pairs  # measured 0.988 (target 0.975)
     assert pairs["precision"] >= 0.99, pairs
 
 
@@ -148,8 +148,8 @@ def test_mirrors_and_copies_are_found(dev: dict[str, Any], docs: dict[str, Any])
     metrics = dev["both"]
     assert kind_recall(metrics, "exact_mirror") >= 0.97
     assert kind_recall(metrics, "template_mirror:main") >= 0.95
-    # measured 0.94: news pages whose benchmark article body leaves out the page's standfirst
-    assert kind_recall(metrics, "template_mirror:article") >= 0.91
+    # measured 0.96 (aim 0.95): news pages whose benchmark article body leaves out the standfirst
+    assert kind_recall(metrics, "template_mirror:article") >= 0.95
     assert kind_recall(metrics, "template_mirror:reader") >= 0.95
     # measured 0.92: print views made by a reader mode that kept part of the article only
     assert kind_recall(metrics, "variant:print") >= 0.88
