@@ -14,9 +14,9 @@ and its ``<article>`` descendants. Everything after the walk is arithmetic over 
    of the node's *mass* (text outside chrome, link text weighted 1/5), never into a content
    block (paragraph, list, heading, data table: a table that holds the page's title heading
    lays the page out and is descended), nor away from a heading among the node's children
-   (a document of headed sections stays whole); when the page has a *title heading* (the heading that
-   matches ``<title>``), only into the branch holding it and more than it, so a page's heading
-   stays with its text.
+   (a document of headed sections stays whole); when the page has a *title heading* (the
+   heading that matches ``<title>``), only into the branch holding it and more than it, so a
+   page's heading stays with its text.
 2. **Render.** The container's text without hidden and dropped elements (scripts, forms...),
    chrome (navigation, sharing, ads, comments... by tag, ARIA role or class/id words), link
    lists and the labels of blocks a script fills (ad slots, widgets), each removed only while
@@ -828,7 +828,9 @@ cdef class Extractor:
     cdef bint _only_anchor(self, int32_t b) noexcept:
         """Whether branch ``b`` holds the title heading and little else (under MIN_LIST_CHARS)."""
         cdef int32_t a = self.anchor
-        return a >= 0 and b <= a < self.elems[b].end and self.elems[b].text - self.elems[a].text < MIN_LIST_CHARS
+        return (
+            a >= 0 and b <= a < self.elems[b].end and self.elems[b].text - self.elems[a].text < MIN_LIST_CHARS
+        )
 
     cdef int32_t _choose(self) noexcept:
         cdef Elem *elems = self.elems
@@ -905,7 +907,7 @@ cdef class Extractor:
                 break
             if elems[best].kind & K_BLOCKSTOP:
                 break  # a paragraph, list or heading is a part of the content, not its container
-            if elems[best].kind & K_TABLEPART and not self._dominated(best) and not self._holds_anchor(best):
+            if elems[best].kind & K_TABLEPART and not (self._dominated(best) or self._holds_anchor(best)):
                 # a data table is content; a layout table (one dominant cell, or the cell of the
                 # page's title heading: a data table does not hold the document's heading) is
                 # descended
@@ -941,7 +943,11 @@ cdef class Extractor:
                     and not link_page
                 ):
                     drop = True
-                elif e.flags & F_SCRIPTED and not (e.kind & (K_INLINE | K_BLOCKSTOP)) and e.text < MIN_LIST_CHARS:
+                elif (
+                    e.flags & F_SCRIPTED
+                    and not (e.kind & (K_INLINE | K_BLOCKSTOP))
+                    and e.text < MIN_LIST_CHARS
+                ):
                     # a layout block (not a paragraph, list or heading) whose script fills it in
                     # the browser (an ad slot, a widget): its few words are a label
                     # ("Advertisement", "Loading...")
