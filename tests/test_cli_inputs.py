@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import threading
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 from test_cli_helpers import make_crawl, run_cli, write_jsonl
 
 from neardup_scrapy.cli import EXIT_ERROR, EXIT_MALFORMED, EXIT_OK, main
+from neardup_scrapy.scanjobs import _read_ahead
 
 
 def statuses(path: Path, key: str = "url") -> list[tuple[str, str]]:
@@ -268,10 +270,6 @@ def test_damaged_warc_keeps_what_was_read(tmp_path: Path) -> None:
 
 
 def test_read_ahead_keeps_order_raises_where_the_input_failed_and_stops_with_its_reader() -> None:
-    import threading
-
-    from neardup_scrapy.scanjobs import _read_ahead
-
     def failing() -> Any:
         yield from range(1000)
         raise ValueError("bad record 1000")

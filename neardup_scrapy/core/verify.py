@@ -93,15 +93,6 @@ def edit_places(profile_a: bytes, profile_b: bytes) -> tuple[int, bool, float] |
     return len(regions), inserts_only, changed
 
 
-def edited_copy(profile_a: bytes, profile_b: bytes) -> int:
-    """The number of places two texts differ when one is an edited copy of the other, else -1:
-    at most :data:`MAX_EDIT_REGIONS` places, each inserted or deleted text (:func:`edit_places`)."""
-    places = edit_places(profile_a, profile_b)
-    if places is None or places[0] > MAX_EDIT_REGIONS or not places[1]:
-        return -1
-    return places[0]
-
-
 class PairRule:
     """The near-duplicate rule (module docstring) for one set of :class:`DetectorParams`."""
 
