@@ -95,6 +95,25 @@ def test_threshold_is_respected() -> None:
     assert det.check("http://h/2", text=" ".join(far)).status == "near"
 
 
+def test_a_copy_of_a_close_member_joins_its_cluster() -> None:
+    """P is a near-duplicate of M (J ~0.87), M of the representative R (J ~0.87); P differs
+    from R in five places (J ~0.77): it joins R's cluster through M, the guard's one step."""
+    base = words(1000, 12)
+    member = edit(base, 0.04, 5)
+    page = member
+    for place in range(4):
+        page = edit(page, 0.012, 20 + place)
+    alone = NearDupDetector()
+    alone.check("http://h/r", text=" ".join(base))
+    assert alone.check("http://h/p", text=" ".join(page)).status == "unique"  # not by itself
+    det = NearDupDetector()
+    det.check("http://h/r", text=" ".join(base))
+    assert det.check("http://h/m", text=" ".join(member)).status == "near"
+    verdict = det.check("http://h/p", text=" ".join(page))
+    assert (verdict.status, verdict.cluster) == ("near", "http://h/r")
+    assert verdict.reason is not None and "http://h/m" in verdict.reason
+
+
 def test_chaining_guard_keeps_clusters_from_snowballing() -> None:
     """A drifting series (each step ~J 0.85 from the previous) must not become one cluster."""
     det = NearDupDetector(algorithm="minhash")

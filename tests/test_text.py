@@ -638,3 +638,32 @@ def test_ad_slots_and_widget_placeholders_lose_their_label() -> None:
     assert "Advert" not in text
     for kept in ("one sentence 1", "two sentence 0", "three sentence 0"):
         assert kept in text
+
+
+def test_a_branch_of_any_copy_of_the_title_heading_alone_is_not_the_content() -> None:
+    """The title repeated in a top bar and above a short text: the descent keeps the text
+    beside the second copy too (a branch holding either copy alone is not the content)."""
+    doc = page(
+        "<div id='wrap'><div class='bar'><h1>EDoc User Guide</h1></div>"
+        "<div id='content'><div class='inner'><center><h1>EDoc User Guide</h1></center>"
+        "<center><h4>Version 1.2</h4></center><center><h4>May 3, 2026</h4></center></div></div></div>",
+        head="<title>Erlang -- EDoc User Guide</title>",
+    )
+    text = html_to_text(doc)
+    assert "Version 1.2" in text and "May 3, 2026" in text
+
+
+def test_one_line_of_links_is_navigation_but_a_linked_heading_path_is_not() -> None:
+    """A short block that is mostly links (categories, breadcrumbs) is not the text; a line
+    of prose with a link and a heading naming the item by a linked path stay."""
+    doc = page(
+        "<div id='page'><div class='head'><h1>Struct <a href='/s'>core</a>::<a href='/t'>Cell</a></h1></div>"
+        f"<p>{prose(3)}</p><p>See <a href='/x'>the guide</a> for the details of this rule.</p>"
+        "<div class='cats'>Categories: <a href='/c1'>Programming</a> | "
+        "<a href='/c2'>Databases</a></div></div>",
+        head="<title>Cell in core</title>",
+    )
+    text = html_to_text(doc)
+    assert "Categories" not in text and "Databases" not in text
+    for kept in ("Struct core::Cell", "See the guide for"):
+        assert kept in text

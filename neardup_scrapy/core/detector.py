@@ -10,8 +10,10 @@ Per page, :meth:`NearDupDetector.check`:
    :mod:`.verify` -- a bucket hit alone never makes a duplicate;
 3. joins the cluster of the best verified candidate, with a guard against chaining: the page
    must pass the rule against the cluster's representative (its first page), or pass it against
-   a member at ``J >= (1 + T) / 2`` while its headings agree with the representative's and
-   ``J >= max(0.3, T - 0.3)`` with it. Clusters whose representatives the page passes directly are
+   a member that is itself at ``J >= T`` from the representative, while its headings agree with
+   the representative's and ``J >= max(0.3, T - 0.3)`` with it (a copy of one version of a
+   document joins the document's cluster; a chain of small edits away from the representative
+   ends after one step). Clusters whose representatives the page passes directly are
    merged (union-find); the earliest representative stays;
 4. commits the page atomically (a shared store re-runs the check if another process changed
    a bucket meanwhile); the store updates per-host counters and the mirror evidence, from which
@@ -567,7 +569,6 @@ class NearDupDetector:
         candidate_roots = sorted({roots[i] for i in reasons})
         known.prefetch(candidate_roots)
 
-        member_bar = (1.0 + self.params.threshold) / 2.0
         floor = self.params.edit_floor
         accepted: list[tuple[float, int, int, int, bool]] = []  # (similarity, -root, root, best_row, direct)
         for root in candidate_roots:
@@ -577,8 +578,9 @@ class NearDupDetector:
             )
             direct = verdict is not None
             best_row = max((i for i in reasons if roots[i] == root), key=lambda i: (sims[i], -ids[i]))
+            member = known.find(ids[best_row])
             via_member = (
-                sims[best_row] >= member_bar
+                float(estimate_jaccard(member.signature, rep.signature)[0]) >= self.params.threshold
                 and rep.similarity >= floor
                 and (not rep.profile or heads_agree(sketch.profile, rep.profile))
             )
@@ -618,6 +620,7 @@ class _Doc:
     similarity: float
     hamming: int
     profile: bytes
+    signature: Any
 
 
 class _Rows:
@@ -654,7 +657,9 @@ class _Rows:
     def _add(self, batch: DocBatch, sims: list[float], dists: list[int]) -> None:
         profiles = batch.profiles or [b""] * len(batch)
         for i, doc_id in enumerate(batch.ids.tolist()):
-            self._docs[doc_id] = _Doc(batch.urls[i], batch.hosts[i], sims[i], dists[i], profiles[i])
+            self._docs[doc_id] = _Doc(
+                batch.urls[i], batch.hosts[i], sims[i], dists[i], profiles[i], batch.signatures[i]
+            )
 
 
 def _excerpt(text: str) -> str:

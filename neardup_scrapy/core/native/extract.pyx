@@ -19,7 +19,8 @@ and its ``<article>`` descendants. Everything after the walk is arithmetic over 
    page's heading stays with its text.
 2. **Render.** The container's text without hidden and dropped elements (scripts, forms...),
    chrome (navigation, sharing, ads, comments... by tag, ARIA role or class/id words), link
-   lists and the labels of blocks a script fills (ad slots, widgets), each removed only while
+   lists, one-line blocks of mostly links (breadcrumbs, category lines) and the labels of blocks
+   a script fills (ad slots, widgets), each removed only while
    it holds less than half of the container's text: a mislabelled wrapper cannot empty the
    page, and an index page keeps its links.
 3. **Heading.** The page's first ``<h1>`` outside chrome is prepended when it sits outside the
@@ -107,6 +108,8 @@ cdef enum:
     DENSE_PCT = 80          # a block this much link text is a link list
     LAYOUT_DENSE_PCT = 50   # a layout-named block inside a section this much link text is chrome
     MIN_LIST_CHARS = 20
+    LINE_CHARS = 100        # a block shorter than this is one line of text
+    LINK_LINE_PCT = 50      # a one-line layout block this much link text is a navigation line
     DEADLINE_EVERY = 4096   # nodes between two clock reads
 
 cdef uint16_t _TAG_KIND_SLOTS = 512
@@ -826,11 +829,16 @@ cdef class Extractor:
         return False
 
     cdef bint _only_anchor(self, int32_t b) noexcept:
-        """Whether branch ``b`` holds the title heading and little else (under MIN_LIST_CHARS)."""
-        cdef int32_t a = self.anchor
-        return (
-            a >= 0 and b <= a < self.elems[b].end and self.elems[b].text - self.elems[a].text < MIN_LIST_CHARS
-        )
+        """Whether branch ``b`` holds a title heading and little else (under MIN_LIST_CHARS).
+
+        Every heading that ties as the title heading counts (a page often repeats its title in
+        a top bar and above its text): the branch of any of them alone is not the content.
+        """
+        cdef int32_t a
+        for a in self.anchors:
+            if b <= a < self.elems[b].end and self.elems[b].text - self.elems[a].text < MIN_LIST_CHARS:
+                return True
+        return False
 
     cdef int32_t _choose(self) noexcept:
         cdef Elem *elems = self.elems
@@ -942,6 +950,18 @@ cdef class Extractor:
                     and <int64_t>e.link * 100 >= DENSE_PCT * e.text
                     and not link_page
                 ):
+                    drop = True
+                elif (
+                    not (e.kind & (K_INLINE | K_BLOCKSTOP | K_TABLEPART | K_CELL))
+                    and MIN_LIST_CHARS <= e.text < LINE_CHARS
+                    and <int64_t>e.link * 100 >= LINK_LINE_PCT * e.text
+                    and not link_page
+                    and not self._holds_anchor(j)
+                ):
+                    # a one-line layout block (not a paragraph, list item or cell) of mostly link
+                    # text is a navigation line: breadcrumbs, category or tag links, previous/next.
+                    # Prose links a few of its words, not most of them. A line holding the title
+                    # heading is the page's heading (a linked path names the documented item).
                     drop = True
                 elif (
                     e.flags & F_SCRIPTED
