@@ -667,3 +667,15 @@ def test_one_line_of_links_is_navigation_but_a_linked_heading_path_is_not() -> N
     assert "Categories" not in text and "Databases" not in text
     for kept in ("Struct core::Cell", "See the guide for"):
         assert kept in text
+
+
+def test_a_bar_holding_only_the_title_heading_is_not_the_content_of_a_short_page() -> None:
+    """A top bar with the title heading beside a short front page: the bar is a good share
+    of such a page, but it holds the heading alone, so the text beside it stays."""
+    doc = page(
+        "<div id='wrap'><div class='bar'><h1>Reltool Users Guide</h1></div>"
+        "<div id='content'><div class='inner'><center><h1>Reltool User's Guide</h1></center>"
+        "<center><h4>Version 0.9</h4></center></div></div></div>",
+        head="<title>Erlang -- Reltool Users Guide</title>",
+    )
+    assert "Version 0.9" in html_to_text(doc)

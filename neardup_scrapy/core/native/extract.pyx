@@ -902,9 +902,10 @@ cdef class Extractor:
             elif holder >= 0:
                 # the title heading is beside the heaviest child: the heading's branch is taken
                 # when it holds text of its own beside a list of other items, or a good share
-                # of the text; else the node keeps both
+                # of the text; else the node keeps both (a bar holding only the heading is not
+                # the text, however short the page)
                 cm = _mass(&elems[holder])
-                if holder in self.anchors or cm * 100 < (
+                if holder in self.anchors or self._only_anchor(holder) or cm * 100 < (
                     LISTING_ANCHOR_PCT if _listing(&elems[best]) else ANCHOR_PCT
                 ) * m:
                     break
