@@ -679,3 +679,13 @@ def test_a_bar_holding_only_the_title_heading_is_not_the_content_of_a_short_page
         head="<title>Erlang -- Reltool Users Guide</title>",
     )
     assert "Version 0.9" in html_to_text(doc)
+    # ... and a long link tree beside the bar and the short text is left out
+    links = "".join(f"<li><a href='/c{i}'>Chapter number {i} of the guide</a></li>" for i in range(12))
+    doc = page(
+        f"<div id='wrap'><div class='bar'><h1>Reltool Users Guide</h1></div><aside><ul>{links}</ul></aside>"
+        "<div id='content'><p>The tool generates release and script files.</p></div></div>",
+        head="<title>Erlang -- Reltool Users Guide</title>",
+    )
+    text = html_to_text(doc)
+    assert "Chapter number" not in text
+    assert "Reltool Users Guide" in text and "release and script files" in text

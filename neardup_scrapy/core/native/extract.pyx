@@ -893,6 +893,12 @@ cdef class Extractor:
                 child = elems[child].end
             if best < 0 or m <= 0:
                 break
+            if holder >= 0 and not self._holds_anchor(best) and self._only_anchor(holder):
+                # a bar holding only the title heading, beside the text: the heading is prepended
+                # to the text's container wherever that is, so the descent goes on as if the
+                # bar were not there
+                m -= _mass(&elems[holder])
+                holder = -1
             if holder >= 0 and self._holds_anchor(best):
                 # the heaviest child holds the title heading: follow it while it holds enough,
                 # and while it holds more than the heading (the main content is the heading's
@@ -902,10 +908,9 @@ cdef class Extractor:
             elif holder >= 0:
                 # the title heading is beside the heaviest child: the heading's branch is taken
                 # when it holds text of its own beside a list of other items, or a good share
-                # of the text; else the node keeps both (a bar holding only the heading is not
-                # the text, however short the page)
+                # of the text; else the node keeps both
                 cm = _mass(&elems[holder])
-                if holder in self.anchors or self._only_anchor(holder) or cm * 100 < (
+                if holder in self.anchors or cm * 100 < (
                     LISTING_ANCHOR_PCT if _listing(&elems[best]) else ANCHOR_PCT
                 ) * m:
                     break
