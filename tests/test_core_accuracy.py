@@ -120,13 +120,13 @@ def docs(eval_docs: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
 
 def test_eval_dev_quality(dev: dict[str, Any]) -> None:
     pairs = dev["both"]["source_pairs"]
-    assert pairs["f1"] >= 0.98, pairs  # measured 0.988 (target 0.975)
+    assert pairs["f1"] >= 0.985, pairs  # measured 0.991 (target 0.975)
     assert pairs["precision"] >= 0.99, pairs
 
 
 def test_eval_docs_quality(docs: dict[str, Any]) -> None:
     pairs = docs["both"]["source_pairs"]
-    assert pairs["f1"] >= 0.96, pairs  # measured 0.966 (target 0.90)
+    assert pairs["f1"] >= 0.965, pairs  # measured 0.971 (target 0.90)
     assert pairs["precision"] >= 0.98, pairs  # measured 0.987 (target 0.95)
 
 
@@ -139,20 +139,20 @@ def test_both_is_at_least_as_good_as_each_alone(dev: dict[str, Any]) -> None:
 def test_mirrors_and_copies_are_found(dev: dict[str, Any], docs: dict[str, Any]) -> None:
     """Floors: the 0.95 aim where it is met, else the measured value less about 0.03."""
     for metrics in (docs["both"],):
-        # measured 0.99 / 0.99 / 0.89: wiki copies of reference pages of a few words, to
+        # measured 0.99 / 0.99 / 0.91: wiki copies of reference pages of a few words, to
         # which the wiki's template adds more boilerplate than the page has text
-        for host, floor in (("codelib", 0.95), ("linuxdoc", 0.95), ("wiki", 0.86)):
+        for host, floor in (("codelib", 0.95), ("linuxdoc", 0.95), ("wiki", 0.88)):
             assert kind_recall(metrics, f"template_mirror:{host}") >= floor, host
         assert kind_recall(metrics, "exact_mirror") == 1.0
-        assert kind_recall(metrics, "variant:print") >= 0.93  # measured 0.96
+        assert kind_recall(metrics, "variant:print") >= 0.95  # measured 0.99
     metrics = dev["both"]
     assert kind_recall(metrics, "exact_mirror") >= 0.97
     assert kind_recall(metrics, "template_mirror:main") >= 0.95
     # measured 0.96 (aim 0.95): news pages whose benchmark article body leaves out the standfirst
     assert kind_recall(metrics, "template_mirror:article") >= 0.95
     assert kind_recall(metrics, "template_mirror:reader") >= 0.95
-    # measured 0.92: print views made by a reader mode that kept part of the article only
-    assert kind_recall(metrics, "variant:print") >= 0.88
+    # measured 0.96: print views that keep part of the article are found by their address
+    assert kind_recall(metrics, "variant:print") >= 0.95
 
 
 def test_scripts_without_spaces_are_matched_like_the_others(eval_docs: Path, docs: dict[str, Any]) -> None:

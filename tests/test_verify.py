@@ -7,6 +7,7 @@ import random
 import pytest
 
 from neardup_scrapy.core import NearDupDetector
+from neardup_scrapy.core.sketch import resource_keys
 from neardup_scrapy.core.verify import other_release, release_key
 
 RNG = random.Random(4)
@@ -152,3 +153,38 @@ def test_simhash_mode_decides_by_hamming_distance() -> None:
     verdict = det.check("http://127.0.0.1/b", page("Long", " ".join(edited)))
     assert verdict.status == "near"
     assert verdict.hamming is not None and verdict.hamming <= det.params.simhash_distance
+
+
+@pytest.mark.parametrize("base_first", [True, False])
+def test_a_view_of_the_same_address_holding_part_of_the_page_is_a_near_duplicate(base_first: bool) -> None:
+    """A print view holding a sixth of an article (J ~0.17): the same page when only its query
+    differs, in either order; the same text part at another address is not."""
+    body = words(900, 7)
+    article, part = page("Bridge", " ".join(body)), page("Bridge", " ".join(body[300:450]))
+    base, view = "http://127.0.0.1/news/bridge", "http://127.0.0.1/news/bridge?output=print"
+    first, second = ((base, article), (view, part)) if base_first else ((view, part), (base, article))
+    det = NearDupDetector()
+    assert det.check(*first).status == "unique"
+    verdict = det.check(*second)
+    assert verdict.status == "near" and verdict.duplicate_of == first[0]
+    assert verdict.reason is not None and "another view of the same address" in verdict.reason
+    assert check_pair(article, part, url_a=base, url_b="http://127.0.0.1/news/bridge-print") == "unique"
+
+
+def test_a_view_whose_text_is_mostly_its_own_is_another_page() -> None:
+    """A query that selects other content (page 2 of a listing) shares a little of the first."""
+    body = words(900, 7)
+    first, second = page("Listing", " ".join(body[:600])), page("Listing", " ".join(body[450:]))
+    assert check_pair(first, second, "http://127.0.0.1/list", "http://127.0.0.1/list?page=2") == "unique"
+
+
+def test_resource_keys_send_views_to_their_base_only() -> None:
+    """A view looks up the base's bucket, a base the views' bucket: views of one address never
+    meet each other through it (an address with thousands of query pages stays cheap)."""
+    base_lookup, base_insert = resource_keys("http://h/p", 1)
+    view_lookup, view_insert = resource_keys("http://h/p?a=1", 1)
+    other_lookup, other_insert = resource_keys("http://h/p?a=2", 1)
+    assert view_lookup == other_lookup == base_insert
+    assert base_lookup == view_insert == other_insert
+    assert view_lookup != view_insert
+    assert base_lookup & 0xFFFFFFFFFFFF != base_insert & 0xFFFFFFFFFFFF  # stores keep the low 48 bits

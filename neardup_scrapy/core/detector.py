@@ -40,7 +40,7 @@ from .params import DetectorParams, describe_banding
 from .repeats import RepeatCache
 from .report_data import build_report
 from .simhash import hamming_many
-from .sketch import Sketch, url_key
+from .sketch import Sketch, resource_keys, url_key
 from .storage.base import (
     Commit,
     CommitResult,
@@ -321,9 +321,12 @@ class NearDupDetector:
         return np.concatenate([sketch.exact_key, sketch.simhash_keys])
 
     def _keys(self, url: str, sketch: Sketch) -> np.ndarray[Any, np.dtype[np.uint64]]:
-        """Lookup keys: the content keys, then (with url identity) the url's own key."""
+        """Lookup keys: the content keys, then (with url identity) the url's resource and own keys."""
         content = self._lookup_keys(sketch)
-        return np.append(content, url_key(url, self.params.seed)) if self._url_identity else content
+        if not self._url_identity:
+            return content
+        seed = self.params.seed
+        return np.append(content, (resource_keys(url, seed)[0], url_key(url, seed)))
 
     def _check_sketch(self, url: str, host: str, sketch: Sketch, raw: str, nbytes: int) -> Verdict:
         keys = self._keys(url, sketch)
@@ -368,7 +371,14 @@ class NearDupDetector:
         """
         if keys is None:
             keys = self._keys(url, sketch)
-        commit_keys = keys[len(keys) - self._url_identity :] if match.status == "exact" else keys
+        if match.status == "exact":
+            commit_keys = keys[len(keys) - self._url_identity :]
+        elif self._url_identity:
+            # the page is inserted under its resource's other table than the one it looked up
+            commit_keys = keys.copy()
+            commit_keys[-2] = resource_keys(url, self.params.seed)[1]
+        else:
+            commit_keys = keys
         record = DocRecord(
             url=url,
             host=host,

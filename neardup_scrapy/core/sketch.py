@@ -2,7 +2,8 @@
 
 The compiled pass (:mod:`neardup_scrapy.core.native.page`) computes them; :class:`Sketch` holds
 them as numpy views. Bucket keys are uint64: the top 8 bits name the table (0: exact digests,
-1..b: MinHash bands, then the SimHash block tables, 255: urls), the low 56 bits the bucket. With
+1..b: MinHash bands, then the SimHash block tables, 253/254: url resources, 255: urls), the low
+56 bits the bucket. With
 ``scope="host"`` every content key is salted with the host, so only pages of one host meet.
 """
 
@@ -23,7 +24,13 @@ U16 = npt.NDArray[np.uint16]
 
 #: Table of the url keys (a page fetched again is found by its url).
 URL_TABLE = 255
+#: Tables of the resource keys (:func:`resource_keys`): a url without a query is the *base* of
+#: its resource, a url with one a *view* of it.
+RESOURCE_BASE_TABLE = 253
+RESOURCE_VIEW_TABLE = 254
 _LOW56 = (1 << 56) - 1
+_BASE_SALT = 0x5245534F55524345
+_VIEW_SALT = 0x56494557565F4B59
 
 
 @dataclass(frozen=True)
@@ -87,6 +94,31 @@ class Sketch:
 def url_key(url: str, seed: int) -> np.uint64:
     """The bucket key of a url (table :data:`URL_TABLE`): the same url is the same page."""
     return np.uint64((string_hash(url, seed) & _LOW56) | (URL_TABLE << 56))
+
+
+def resource_of(url: str) -> str:
+    """A url without its query and fragment: the address of which the query selects a view."""
+    cut = len(url)
+    for mark in ("?", "#"):
+        at = url.find(mark)
+        if 0 <= at < cut:
+            cut = at
+    return url[:cut]
+
+
+def resource_keys(url: str, seed: int) -> tuple[np.uint64, np.uint64]:
+    """``(lookup, insert)`` keys of a url's resource (:func:`resource_of`).
+
+    A base (no query) is inserted under the base table and looks up the views; a view is
+    inserted under the view table and looks up its base. A lookup of a view finds one page
+    (its base) however many views an address has (``viewtopic.php?t=...``), and a base and
+    its views meet in whichever order they come.
+    """
+    resource = resource_of(url)
+    # salted apart, so the two tables differ in every bit (stores may keep only the low ones)
+    base = np.uint64((string_hash(resource, seed ^ _BASE_SALT) & _LOW56) | (RESOURCE_BASE_TABLE << 56))
+    view = np.uint64((string_hash(resource, seed ^ _VIEW_SALT) & _LOW56) | (RESOURCE_VIEW_TABLE << 56))
+    return (base, view) if "?" in url else (view, base)
 
 
 def host_salt(host: str, seed: int) -> int:

@@ -20,6 +20,12 @@ the threshold (0.8 by default):
    ``J >= T``). Pages generated from one
    template for different items differ by *substituted* names and numbers, scattered through
    the text, which this rule does not accept (and their headings differ: rule 3).
+6. **Another view of the same address**: the urls differ only in their query or fragment (a
+   print view, a session or tracking parameter, a sort order) and the shorter text is
+   contained in the longer: ``C = |A & B| / min(|A|, |B|) >= T``, with the shingle sets'
+   intersection estimated from ``J`` and their sizes, ``|A & B| = J (|A| + |B|) / (1 + J)``.
+   A query selects a view of one resource; a view that holds part of it (a print view of the
+   article body alone, a page with a notice added) is the resource, not another document.
 
 Pages with fewer than ``min_tokens`` tokens are matched only exactly. With
 ``algorithm="simhash"`` rule 4 reads "Hamming distance ``<= simhash_distance``" instead.
@@ -32,6 +38,7 @@ from urllib.parse import urlsplit
 
 from .native.sketch import edit_regions, heads_agree, profile_tokens
 from .params import DetectorParams
+from .sketch import resource_of
 
 #: Edited copies differ in at most this many places.
 MAX_EDIT_REGIONS = 3
@@ -109,11 +116,13 @@ class PairRule:
         *,
         profiles: tuple[bytes, bytes],
         urls: tuple[str, str],
+        tokens: tuple[int, int] | None = None,
     ) -> str | None:
         """Why page A is a near-duplicate of page B (a short reason), or ``None`` when it is not.
 
-        ``profiles`` and ``urls`` are those of A and B; ``similarity`` their estimated Jaccard,
-        ``hamming`` their SimHash distance.
+        ``profiles``, ``urls`` and ``tokens`` (token counts; default: read from the profiles)
+        are those of A and B; ``similarity`` their estimated Jaccard, ``hamming`` their SimHash
+        distance.
         """
         profile_a, profile_b = profiles
         url_a, url_b = urls
@@ -139,4 +148,27 @@ class PairRule:
             revised = count <= MAX_REVISED_REGIONS and changed <= MAX_REVISED_SHARE
             if revised and not other_release(url_a, url_b):
                 return f"J~{similarity:.2f}: a revised copy ({count} rewritten passage(s))"
+        if not simhash_mode and url_a != url_b and resource_of(url_a) == resource_of(url_b):
+            if tokens is None:
+                tokens = (
+                    (profile_tokens(profile_a), profile_tokens(profile_b))
+                    if profile_a and profile_b
+                    else (0, 0)
+                )
+            held = self.containment(similarity, *tokens)
+            if held >= self.threshold:
+                return (
+                    f"J~{similarity:.2f}: another view of the same address ({held:.0%} of the shorter text)"
+                )
         return None
+
+    def containment(self, similarity: float, tokens_a: int, tokens_b: int) -> float:
+        """Share of the smaller shingle set inside the larger, estimated from ``J`` and the
+        sets' sizes (one shingle per token after the first ``shingle_size - 1``); 0 when a
+        text is too short to have shingles of its own."""
+        size_a = tokens_a - self.params.shingle_size + 1
+        size_b = tokens_b - self.params.shingle_size + 1
+        if min(size_a, size_b) < self.params.min_tokens:
+            return 0.0
+        shared = similarity * (size_a + size_b) / (1.0 + similarity)
+        return min(1.0, shared / min(size_a, size_b))

@@ -51,12 +51,14 @@ BUCKET_CAP = 64
 #: buckets (earliest first on ties: representatives) decide the verdict and the rest of a huge
 #: family of near-identical pages adds cost, not information.
 MAX_CANDIDATES = 128
-#: Tables whose hits are always candidates: 0 (exact digests) and 255 (urls; see ``sketch.py``).
-_PINNED_TABLES = (0, 255)
+#: Tables whose hits are always candidates: 0 (exact digests), 253 (the base of the page's
+#: address, looked up by its views) and 255 (urls); see ``sketch.py``.
+_PINNED_TABLES = (0, 253, 255)
 
 
 def pinned_keys(keys: U64Array) -> npt.NDArray[np.bool_]:
-    """Which of ``keys`` are exact-digest or url keys (their hits are never capped)."""
+    """Which of ``keys`` are exact-digest, url or resource-base keys (their hits are never
+    capped: each holds the pages of one text or one address)."""
     table = (keys >> np.uint64(56)).astype(np.int64)
     return np.isin(table, _PINNED_TABLES)
 
