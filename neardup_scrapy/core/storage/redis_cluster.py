@@ -101,7 +101,7 @@ T = TypeVar("T")
 DEFAULT_CLUSTER_URL = "redis://127.0.0.1:7000/0"
 FORMAT = "neardup-redis-cluster/1"
 GROUPS = 256
-LOG_SIZE = 4096
+LOG_SIZE = 1024
 
 # KEYS[1] group meta; ARGV: 1 group base, 2.. fields -> per field its first BUCKET_CAP ids
 _LUA_GROUP_READ = (
@@ -650,7 +650,7 @@ class RedisClusterStorage(RedisStorage):
         def read(pipe: Any) -> None:
             for g in order:
                 base = self._group_bases[g]
-                pipe.execute_command("EVALSHA", sha, 1, f"{base}:m", base, *(fields[k] for k in by_group[g]))
+                self._script_in(pipe, sha, base, base, *(fields[k] for k in by_group[g]))
 
         replies = self._pipeline(read, "lookup")
         out: list[bytes] = [b""] * len(fields)
@@ -668,7 +668,7 @@ class RedisClusterStorage(RedisStorage):
         sha = self._shas["status"]
 
         def read(pipe: Any) -> None:
-            pipe.execute_command("EVALSHA", sha, 1, f"{self._base}:m", self._base, *ids)
+            self._script_in(pipe, sha, self._base, self._base, *ids)
             for doc in first:
                 pipe.get(f"{prefix}:d:{doc}")
 
@@ -712,14 +712,23 @@ class RedisClusterStorage(RedisStorage):
                 pipe.set(f"{self.prefix}:d:{doc}", payload)
             for g, group_fields in sorted(by_group.items()):
                 base = self._group_bases[g]
-                pipe.execute_command(
-                    "EVALSHA", sha, 1, f"{base}:m", base, self._load, self._maxval, packed, *group_fields
-                )
+                self._script_in(pipe, sha, base, base, self._load, self._maxval, packed, *group_fields)
             for old in orphans:
                 pipe.delete(f"{self.prefix}:d:{old}")
 
         self._pipeline(write, "write")
         del self._orphans[: len(orphans)]
+
+    def _script_in(self, pipe: Any, sha: str, key_base: str, *args: Any) -> None:
+        """Queue script ``sha`` on the slot of ``key_base`` in a cluster pipeline.
+
+        The node is named (from the client's slot map): left to find the keys itself, redis-py's
+        cluster pipeline asks the server (``COMMAND GETKEYS``) once per script call. A stale map
+        gets ``MOVED``, and redis-py then sends the call again by itself, routed by its key.
+        """
+        key = f"{key_base}:m"
+        node = self._client.get_node_from_key(key)
+        pipe.execute_command("EVALSHA", sha, 1, key, *args, target_nodes=node)
 
     def _eval(
         self, name: str, key_base: str, args: Sequence[Any], what: str, *, deadline_at: int | None = None
