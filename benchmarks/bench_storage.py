@@ -120,6 +120,22 @@ def cluster_used_memory(client: Any) -> int:
     return total
 
 
+def shared_store(
+    store: RedisStorage, pages: list[tuple[DocRecord, np.ndarray[Any, Any]]], used_memory: Any
+) -> tuple[float, float, float, float]:
+    """Fill a Redis store: B/page (``used_memory`` growth), seconds, round trips per page, sampled B/page."""
+    store.open(PARAMS.index_signature())
+    client = store._client
+    before = used_memory(client)
+    store.round_trips = 0
+    seconds = fill(store, pages)
+    n = len(pages)
+    out = ((used_memory(client) - before) / n, seconds, store.round_trips / n, store.memory_bytes() / n)
+    store.wipe()
+    store.close()
+    return out
+
+
 def footprint(sizes: list[int], redis_url: str | None, cluster_url: str | None = None) -> None:
     print(
         f"footprint ({KEYS_PER_PAGE} bucket keys per page, num_perm={PARAMS.num_perm}, 30% near-duplicates)"
@@ -142,29 +158,14 @@ def footprint(sizes: list[int], redis_url: str | None, cluster_url: str | None =
             disk_time = fill(disk, pages)
             disk.close()
             disk_bpp = os.path.getsize(os.path.join(tmp, "index.sqlite")) / n
-        redis_bpp = sampled = redis_time = float("nan")
+        redis_bpp = sampled = redis_time = cluster_bpp = cluster_time = trips = float("nan")
         if redis_url:
-            store = RedisStorage(redis_url, prefix=f"bench-{uuid.uuid4().hex[:8]}")
-            store.open(signature)
-            client = store._client
-            before = redis_used_memory(client)
-            redis_time = fill(store, pages)
-            redis_bpp = (redis_used_memory(client) - before) / n
-            sampled = store.memory_bytes() / n
-            store.wipe()
-            store.close()
-        cluster_bpp = cluster_time = trips = float("nan")
+            redis_bpp, redis_time, _, sampled = shared_store(
+                RedisStorage(redis_url, prefix=f"bench-{uuid.uuid4().hex[:8]}"), pages, redis_used_memory
+            )
         if cluster_url:
             cluster = RedisClusterStorage(cluster_url, prefix=f"bench-{uuid.uuid4().hex[:8]}")
-            cluster.open(signature)
-            client = cluster._client
-            before = cluster_used_memory(client)
-            cluster.round_trips = 0
-            cluster_time = fill(cluster, pages)
-            trips = cluster.round_trips / n
-            cluster_bpp = (cluster_used_memory(client) - before) / n
-            cluster.wipe()
-            cluster.close()
+            cluster_bpp, cluster_time, trips, _ = shared_store(cluster, pages, cluster_used_memory)
         print(
             f"{n:>9} {mem_bpp:>14.0f} {disk_bpp:>12.0f} {redis_bpp:>13.0f} {sampled:>10.0f}"
             f" {disk_time / n * 1e6:>13.0f} {redis_time / n * 1e6:>14.0f} {cluster_bpp:>15.0f}"
