@@ -84,6 +84,28 @@ class LocalCluster:
             time.sleep(0.2)
         raise RuntimeError(f"the local Redis Cluster on {self.ports} did not reach cluster_state:ok")
 
+    def wait_replicated(self, timeout: float = 30.0) -> None:
+        """Wait until every live primary's replicas are online and have its whole replication stream."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            behind = False
+            for port in self.primaries():
+                info = dict(
+                    line.split(":", 1)
+                    for line in _cli(port, "INFO", "replication").splitlines()
+                    if ":" in line
+                )
+                offset = info.get("master_repl_offset", "").strip()
+                replicas = [v for k, v in info.items() if k.startswith("slave") and k[5:].isdigit()]
+                if not replicas or any(
+                    "state=online" not in r or f"offset={offset}," not in r + "," for r in replicas
+                ):
+                    behind = True
+            if not behind:
+                return
+            time.sleep(0.1)
+        raise RuntimeError("the replicas of the local Redis Cluster did not catch up")
+
     def stop(self) -> None:
         """Shut down every node and remove the cluster's files."""
         for port in self.ports:
@@ -116,6 +138,7 @@ def start_cluster(nodes: int = 6, replicas: int = 1, node_timeout_ms: int = 2000
                     "--cluster-node-timeout", str(node_timeout_ms),
                     "--save", "",
                     "--appendonly", "no",
+                    "--repl-diskless-sync-delay", "0",
                     "--daemonize", "yes",
                     "--dir", str(directory),
                     "--logfile", str(directory / f"redis-{port}.log"),

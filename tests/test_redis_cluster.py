@@ -167,3 +167,25 @@ def test_fetch_skips_pages_not_committed(redis_cluster_url: tuple[str, str]) -> 
     batch = store.fetch(np.array([result.doc_id, result.doc_id + 1, 10_000], dtype=np.int64))
     assert batch.ids.tolist() == [result.doc_id]
     store.close()
+
+
+def test_index_created_again_when_its_slot_lost_it(redis_cluster_url: tuple[str, str]) -> None:
+    url, prefix = redis_cluster_url
+    store = RedisClusterStorage(url, prefix=prefix)
+    store.open(SIGNATURE)
+    first = record("http://127.0.0.1/a", seed=1)
+    assert store.lookup_or_insert(keys(1), unique_commit(first, keys(1)))[2] is not None
+    # the node of {P} restarts without persistence: the serialisation slot's keys are gone
+    client = store._client
+    for key in list(client.scan_iter(match=f"{{{prefix}}}:*", count=1000)):
+        client.delete(key)
+    ids = []
+    for k in range(2, 5):  # the first commit finds no index, creates it again and is retried
+        rec = record(f"http://127.0.0.1/{k}", seed=k)
+        _, token = store.lookup(keys(10 * k))
+        done = store.commit(Commit(record=rec, keys=keys(10 * k), token=token, host=rec.host))
+        assert done is not None
+        ids.append(done.doc_id)
+    assert len(set(ids)) == 3 and min(ids) > 0  # ids go on after the last one seen, never twice
+    assert len(store) == 3
+    store.close()

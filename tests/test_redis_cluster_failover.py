@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from conftest import _need as need
 from redis_cluster_support import LocalCluster, have_redis_server, start_cluster
 from test_storage_support import corpus
 
@@ -28,9 +29,7 @@ GROUPS = 40
 @pytest.fixture
 def private_cluster() -> Iterator[LocalCluster]:
     if not have_redis_server():
-        from conftest import _need
-
-        _need("redis-server / redis-cli not found: cannot start a local Redis Cluster")
+        need("redis-server / redis-cli not found: cannot start a local Redis Cluster")
     cluster = start_cluster(node_timeout_ms=1500)
     try:
         yield cluster
@@ -53,7 +52,7 @@ def test_crawl_goes_on_after_a_primary_dies(private_cluster: LocalCluster) -> No
     det = NearDupDetector(storage=store)
     first = {url: det.check(url, text=text) for url, text in originals[: GROUPS // 2]}
     assert all(v.status == "unique" for v in first.values())
-    time.sleep(1.0)  # replication to the replicas is asynchronous
+    private_cluster.wait_replicated()  # replication is asynchronous: what a replica lacks is lost
 
     serialising = store._client.get_node_from_key("{failover}:m").port
     private_cluster.kill(serialising)

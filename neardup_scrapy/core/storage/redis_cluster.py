@@ -334,6 +334,8 @@ end
 local canon = ARGV[7]
 if canon ~= '' and canon ~= host then bump(P .. ':cn:' .. host, canon, 1) end
 redis.call('HINCRBY', M, 'count', 1)
+-- an index created again (NEARDUP_NOINDEX) under a commit in flight: never hand out its id again
+if tonumber(redis.call('HGET', M, 'next')) <= doc then redis.call('HSET', M, 'next', doc + 1) end
 redis.call('HINCRBY', HC, 'p|' .. host, 1)
 redis.call('HINCRBY', HC, status .. '|' .. host, 1)
 local nbytes = tonumber(ARGV[8])
