@@ -252,6 +252,17 @@ local first, count = tonumber(ARGV[2]), tonumber(ARGV[3])
 return redis.call('GETRANGE', ARGV[1] .. ':t', 8 * first, 8 * (first + count) - 1)
 """
 
+# ARGV: P, host... -> per host the flat HGETALL of its shared hash, then of its canonical hash
+_LUA_MIRROR_TABLES = r"""
+local P = ARGV[1]
+local out = {}
+for i = 2, #ARGV do
+  out[#out + 1] = redis.call('HGETALL', P .. ':sh:' .. ARGV[i])
+  out[#out + 1] = redis.call('HGETALL', P .. ':cn:' .. ARGV[i])
+end
+return out
+"""
+
 # ARGV: 1 P, 2 snapshot, 3 written fields (6 bytes each), 4 '<i4i4' doc and given parent, 5 host,
 #   6 status char, 7 canonical host, 8 nbytes, 9 unions, 10 looked-up fields, 11 client, 12 client seq,
 #   13 deadline, 14 seen ids (u32 each), 15 log size, 16 hand out a next id (0/1)
@@ -354,6 +365,7 @@ _SCRIPTS = {
     "release": _LUA_RELEASE,
     "status": _LUA_STATUS,
     "table": _LUA_TABLE_RANGE,
+    "mirror_tables": _LUA_MIRROR_TABLES,
     "commit": _LUA_COMMIT,
 }
 
@@ -787,6 +799,13 @@ class RedisClusterStorage(RedisStorage):
         """Doc ids of the commits still in the commit log, in commit order (for tests and tooling)."""
         raw = self._call(lambda: self._client.lrange(f"{self._base}:log", 0, -1), "commit log")
         return [struct.unpack_from("<II", bytes(e))[1] for e in raw]
+
+    def _mirror_tables(self, hosts: list[str]) -> list[Any]:
+        """The mirror hashes of ``hosts``, all on the serialisation slot: one script, one round trip."""
+        flat = self._eval(
+            "mirror_tables", self._base, [self._base, *(_bytes(h) for h in hosts)], "mirror evidence"
+        )
+        return [dict(zip(raw[::2], raw[1::2], strict=True)) for raw in flat]
 
     def _page_table(self) -> tuple[I64Array, I64Array]:
         """``(ids, parents)`` of every committed page, from the page table."""

@@ -1052,16 +1052,7 @@ class RedisStorage:
         """The mirror evidence of the whole shared index (see :mod:`neardup_scrapy.core.mirrors`)."""
         counts, documents, duplicated = self._host_counters()
         hosts = sorted(set(documents) | set(duplicated))
-        client = self._client
-
-        def read() -> list[Any]:
-            pipe = client.pipeline(transaction=False)
-            for host in hosts:
-                pipe.hgetall(_bytes(f"{self._base}:sh:{host}"))
-                pipe.hgetall(_bytes(f"{self._base}:cn:{host}"))
-            return list(pipe.execute())
-
-        replies = self._call(read, "mirror evidence") if hosts else []
+        replies = self._mirror_tables(hosts) if hosts else []
         shared: dict[str, dict[str, int]] = {}
         canonical: dict[str, dict[str, int]] = {}
         for k, host in enumerate(hosts):
@@ -1075,6 +1066,19 @@ class RedisStorage:
             shared=shared,
             canonical=canonical,
         )
+
+    def _mirror_tables(self, hosts: list[str]) -> list[Any]:
+        """Per host, its ``shared`` then its ``canonical`` hash (``{other host: count}``, raw)."""
+        client = self._client
+
+        def read() -> list[Any]:
+            pipe = client.pipeline(transaction=False)
+            for host in hosts:
+                pipe.hgetall(_bytes(f"{self._base}:sh:{host}"))
+                pipe.hgetall(_bytes(f"{self._base}:cn:{host}"))
+            return list(pipe.execute())
+
+        return self._call(read, "mirror evidence")
 
     def clusters(self, max_clusters: int, max_members: int) -> tuple[dict[int, int], list[dict[str, Any]]]:
         """Size histogram of all clusters and the largest ones, over the whole shared index."""
