@@ -189,3 +189,28 @@ def test_index_created_again_when_its_slot_lost_it(redis_cluster_url: tuple[str,
     assert len(set(ids)) == 3 and min(ids) > 0  # ids go on after the last one seen, never twice
     assert len(store) == 3
     store.close()
+
+
+def test_page_table_past_its_first_chunk(redis_cluster_url: tuple[str, str]) -> None:
+    url, prefix = redis_cluster_url
+    store = RedisClusterStorage(url, prefix=prefix)
+    store.open(SIGNATURE)
+    store._client.hset(f"{{{prefix}}}:m", "next", 2**20 - 2)  # ids cross into the page table's second chunk
+    store._next_id = -1
+    a = record("http://127.0.0.1/a", seed=1)
+    first = store.lookup_or_insert(keys(1), unique_commit(a, keys(1)))[2]
+    assert first is not None and first.doc_id == 2**20 - 2
+    ids = [first.doc_id]
+    for k in range(2, 5):  # near copies of a, across the chunk boundary
+        rec = record(
+            f"http://127.0.0.{k}/a", seed=k, parent=first.doc_id, status="near", similarity=0.9, hamming=1
+        )
+        _, token = store.lookup(keys(1))
+        done = store.commit(Commit(record=rec, keys=keys(1), token=token, host=rec.host, status="near"))
+        assert done is not None
+        ids.append(done.doc_id)
+    assert max(ids) >= 2**20
+    assert store.fetch(np.array(ids, dtype=np.int64)).roots.tolist() == [first.doc_id] * 4
+    hist, largest = store.clusters(max_clusters=1, max_members=4)
+    assert hist == {4: 1} and largest[0]["representative"] == a.url
+    store.close()

@@ -6,8 +6,9 @@ This store splits the index by hash tags (``P`` is the prefix; it may not contai
 
 * ``{P}:*`` -- the *serialisation slot*, small: ``{P}:params``; ``{P}:m`` (hash: ``next`` doc id
   counter, ``seq`` commit counter, ``count`` pages, ``load``, ``maxval``, ``groups``, ``format``);
-  ``{P}:t`` (string, the *page table*: 8 bytes per doc id, ``u32`` parent + 1 -- 0 while the page
-  is not committed -- and ``u32`` host code + 1); ``{P}:hk``/``{P}:hv`` (host <-> code);
+  ``{P}:t:<n>`` (strings of 2**20 ids each, the *page table*: 8 bytes per doc id, ``u32`` parent
+  + 1 -- 0 while the page is not committed -- and ``u32`` host code + 1); ``{P}:hk``/``{P}:hv``
+  (host <-> code);
   ``{P}:log`` (list, the *commit log*: per commit ``u32`` seq, ``u32`` doc id and the first 4
   bytes of each bucket field it wrote; the last ``log_size`` commits); the per-host counters and
   mirror evidence of the single-server store (``{P}:hc``, ``{P}:ch:<root>``, ``{P}:sh:<host>``,
@@ -164,10 +165,14 @@ return n
 _LUA_TABLE = r"""
 local P = ARGV[1]
 local M = P .. ':m'
-local T = P .. ':t'
+-- the page table, in chunks of 2^20 pages (8 MB; a Redis string holds at most 512 MB)
+local function entry(id)
+  return P .. ':t:' .. math.floor(id / 1048576), 8 * (id % 1048576)
+end
 local function parent_of(id)
   if id < 0 then return nil end
-  local s = redis.call('GETRANGE', T, 8 * id, 8 * id + 3)
+  local key, at = entry(id)
+  local s = redis.call('GETRANGE', key, at, at + 3)
   if #s < 4 then return nil end
   local v = struct.unpack('<I4', s)
   if v == 0 then return nil end
@@ -188,7 +193,8 @@ local function find(id)
 end
 local function root_of(id) return find(id) end
 local function host_of(id)
-  local s = redis.call('GETRANGE', T, 8 * id + 4, 8 * id + 7)
+  local key, at = entry(id)
+  local s = redis.call('GETRANGE', key, at + 4, at + 7)
   if #s < 4 then return nil end
   local code = struct.unpack('<I4', s)
   if code == 0 then return nil end
@@ -246,10 +252,11 @@ return out
 """
 )
 
-# ARGV: P, first, count -> the page table's bytes for ids first .. first + count - 1
+# ARGV: P, first, count -> the page table's bytes for ids first .. first + count - 1 (one chunk)
 _LUA_TABLE_RANGE = r"""
 local first, count = tonumber(ARGV[2]), tonumber(ARGV[3])
-return redis.call('GETRANGE', ARGV[1] .. ':t', 8 * first, 8 * (first + count) - 1)
+local at = 8 * (first % 1048576)
+return redis.call('GETRANGE', ARGV[1] .. ':t:' .. math.floor(first / 1048576), at, at + 8 * count - 1)
 """
 
 # ARGV: P, host... -> per host the flat HGETALL of its shared hash, then of its canonical hash
@@ -324,21 +331,23 @@ if code < 0 then
   redis.call('HSET', P .. ':hk', host, code)
   redis.call('HSET', P .. ':hv', code, host)
 end
-redis.call('SETRANGE', T, 8 * doc, struct.pack('<I4I4', doc + 1, code + 1))
+local dkey, dat = entry(doc)
+redis.call('SETRANGE', dkey, dat, struct.pack('<I4I4', doc + 1, code + 1))
 local u = ARGV[9]
 for j = 1, #u - 7, 8 do
   local a, b = struct.unpack('<i4i4', u, j)
   local ra, rb = root_of(a), root_of(b)
   if ra >= 0 and rb >= 0 and ra ~= rb then
     union(ra, rb)
-    redis.call('SETRANGE', T, 8 * ra, struct.pack('<I4', rb + 1))
+    local rkey, rat = entry(ra)
+    redis.call('SETRANGE', rkey, rat, struct.pack('<I4', rb + 1))
   end
 end
 local root = -1
 if given >= 0 then root = root_of(given) end
 if root >= 0 then
   join(root, host)
-  redis.call('SETRANGE', T, 8 * doc, struct.pack('<I4', root + 1))
+  redis.call('SETRANGE', dkey, dat, struct.pack('<I4', root + 1))
 else
   bump(HC, 'D|' .. host, 1)
 end
@@ -882,7 +891,8 @@ class RedisClusterStorage(RedisStorage):
                 shard_keys += [f"{base}:s:{n}" for n in range(count)]
             sample_docs = [f"{self.prefix}:d:{i}" for i in range(0, top, max(1, top // 200))][:200]
             sample_shards = shard_keys[:: max(1, len(shard_keys) // 200)][:200]
-            fixed = [f"{self._base}:{name}" for name in ("t", "log", "hc", "hk", "hv", "m")]
+            fixed = [f"{self._base}:{name}" for name in ("log", "hc", "hk", "hv", "m")]
+            fixed += [f"{self._base}:t:{chunk}" for chunk in range((top >> 20) + 1)]
             sizes: list[int] = self._pipeline(
                 lambda pipe: [pipe.memory_usage(k, samples=0) for k in sample_docs + sample_shards + fixed],
                 "memory usage",
