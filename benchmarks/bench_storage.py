@@ -1,19 +1,23 @@
-"""Storage benchmark: bytes per page (memory, disk, Redis) and the Redis/memory time per page.
+"""Storage benchmark: bytes per page (memory, disk, Redis, Redis Cluster) and time per page.
 
 Usage::
 
     .venv/bin/python benchmarks/bench_storage.py                  # 10k and 100k pages
     .venv/bin/python benchmarks/bench_storage.py --sizes 10000 --redis-url redis://127.0.0.1:6379/0
+    .venv/bin/python benchmarks/bench_storage.py --cluster local  # also a local 3+3 Redis Cluster
 
 Footprint: synthetic pages are pushed through each store's protocol (lookup + commit, the way the
 detector does) with realistic keys -- the exact key, one key per MinHash band and per SimHash
 table -- and 30% near-duplicates that share most of their original's band keys. Bytes per page:
 ``memory_bytes()`` for memory, the file size for disk, and the growth of Redis' ``used_memory``
-(plus the sampled ``MEMORY USAGE`` estimate) for Redis.
+(plus the sampled ``MEMORY USAGE`` estimate) for Redis, and of the sum of ``used_memory`` over the
+primaries for Redis Cluster (``--cluster URL`` of any node, or ``local`` to start 3 primaries and 3
+replicas on loopback ports with ``tests/redis_cluster_support.py``).
 
 Time: ``det.check`` over real pages (the eval-dev set when present, else generated HTML) with the
 memory store and with the Redis store, same pages, same order, in one run, rounds interleaved.
-Prints wall and CPU time, round trips per page and the Redis/memory ratios (the target is <= 1.5).
+Prints wall and CPU time, round trips per page and the Redis/memory ratios (the target is <= 1.5);
+with ``--cluster`` the ``redis-cluster`` variant too (a round trip there is one cluster pipeline).
 ``--variants memory,redis,redis-2rt`` also times the Redis store without ``lookup_or_insert``
 (two round trips for every page), ``memory-2step`` the memory store without it::
 
@@ -40,14 +44,15 @@ sys.path.insert(0, str(ROOT))
 
 from neardup_scrapy.core import NearDupDetector  # noqa: E402
 from neardup_scrapy.core.params import DetectorParams  # noqa: E402
-from neardup_scrapy.core.sketch import Sketcher  # noqa: E402
+from neardup_scrapy.core.simhash import block_masks  # noqa: E402
 from neardup_scrapy.core.storage.base import Commit, DocRecord, IndexStorage  # noqa: E402
 from neardup_scrapy.core.storage.memory import MemoryStorage  # noqa: E402
+from neardup_scrapy.core.storage.redis_cluster import RedisClusterStorage  # noqa: E402
 from neardup_scrapy.core.storage.redis_store import RedisStorage  # noqa: E402
 from neardup_scrapy.core.storage.sqlite import SQLiteStorage  # noqa: E402
 
 PARAMS = DetectorParams()
-KEYS_PER_PAGE = Sketcher(PARAMS).table_count
+KEYS_PER_PAGE = 1 + PARAMS.lsh_bands + len(block_masks(PARAMS.simhash_distance))  # digest, bands, SimHash
 
 
 def synthetic(n: int, seed: int = 1) -> list[tuple[DocRecord, np.ndarray[Any, Any]]]:
@@ -104,13 +109,41 @@ def redis_used_memory(client: Any) -> int:
     return int(client.info("memory")["used_memory"])
 
 
-def footprint(sizes: list[int], redis_url: str | None) -> None:
+def cluster_used_memory(client: Any) -> int:
+    """Sum of ``used_memory`` over the cluster's primaries."""
+    total = 0
+    for node in client.get_primaries():
+        info = client.info("memory", target_nodes=node)
+        if node.name in info:  # some redis-py versions key the reply by node
+            info = info[node.name]
+        total += int(info["used_memory"])
+    return total
+
+
+def shared_store(
+    store: RedisStorage, pages: list[tuple[DocRecord, np.ndarray[Any, Any]]], used_memory: Any
+) -> tuple[float, float, float, float]:
+    """Fill a Redis store: B/page (``used_memory`` growth), seconds, round trips per page, sampled B/page."""
+    store.open(PARAMS.index_signature())
+    client = store._client
+    before = used_memory(client)
+    store.round_trips = 0
+    seconds = fill(store, pages)
+    n = len(pages)
+    out = ((used_memory(client) - before) / n, seconds, store.round_trips / n, store.memory_bytes() / n)
+    store.wipe()
+    store.close()
+    return out
+
+
+def footprint(sizes: list[int], redis_url: str | None, cluster_url: str | None = None) -> None:
     print(
         f"footprint ({KEYS_PER_PAGE} bucket keys per page, num_perm={PARAMS.num_perm}, 30% near-duplicates)"
     )
     print(
         f"{'pages':>9} {'memory B/page':>14} {'disk B/page':>12} {'redis B/page':>13} {'(sampled)':>10}"
-        f" {'disk us/page':>13} {'redis us/page':>14}"
+        f" {'disk us/page':>13} {'redis us/page':>14} {'cluster B/page':>15} {'cluster us/page':>16}"
+        f" {'cluster trips':>14}"
     )
     signature = PARAMS.index_signature()
     for n in sizes:
@@ -125,20 +158,18 @@ def footprint(sizes: list[int], redis_url: str | None) -> None:
             disk_time = fill(disk, pages)
             disk.close()
             disk_bpp = os.path.getsize(os.path.join(tmp, "index.sqlite")) / n
-        redis_bpp = sampled = redis_time = float("nan")
+        redis_bpp = sampled = redis_time = cluster_bpp = cluster_time = trips = float("nan")
         if redis_url:
-            store = RedisStorage(redis_url, prefix=f"bench-{uuid.uuid4().hex[:8]}")
-            store.open(signature)
-            client = store._client
-            before = redis_used_memory(client)
-            redis_time = fill(store, pages)
-            redis_bpp = (redis_used_memory(client) - before) / n
-            sampled = store.memory_bytes() / n
-            store.wipe()
-            store.close()
+            redis_bpp, redis_time, _, sampled = shared_store(
+                RedisStorage(redis_url, prefix=f"bench-{uuid.uuid4().hex[:8]}"), pages, redis_used_memory
+            )
+        if cluster_url:
+            cluster = RedisClusterStorage(cluster_url, prefix=f"bench-{uuid.uuid4().hex[:8]}")
+            cluster_bpp, cluster_time, trips, _ = shared_store(cluster, pages, cluster_used_memory)
         print(
             f"{n:>9} {mem_bpp:>14.0f} {disk_bpp:>12.0f} {redis_bpp:>13.0f} {sampled:>10.0f}"
-            f" {disk_time / n * 1e6:>13.0f} {redis_time / n * 1e6:>14.0f}"
+            f" {disk_time / n * 1e6:>13.0f} {redis_time / n * 1e6:>14.0f} {cluster_bpp:>15.0f}"
+            f" {cluster_time / n * 1e6:>16.0f} {trips:>14.2f}"
         )
 
 
@@ -165,6 +196,7 @@ VARIANTS = {
     "memory-2step": ("memory", False),
     "redis": ("redis", True),
     "redis-2rt": ("redis", False),  # lookup + commit for every page (before lookup_or_insert)
+    "redis-cluster": ("redis-cluster", True),
 }
 
 
@@ -173,11 +205,13 @@ def _server_cpu(client: Any) -> float:
     return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
-def _one_round(variant: str, redis_url: str, pages: list[tuple[str, str]]) -> dict[str, float]:
+def _one_round(variant: str, urls: dict[str, str], pages: list[tuple[str, str]]) -> dict[str, float]:
     kind, one_step = VARIANTS[variant]
     storage: Any = None
     if kind == "redis":
-        storage = RedisStorage(redis_url, prefix=f"bench-{uuid.uuid4().hex[:8]}")
+        storage = RedisStorage(urls["redis"], prefix=f"bench-{uuid.uuid4().hex[:8]}")
+    elif kind == "redis-cluster":
+        storage = RedisClusterStorage(urls["redis-cluster"], prefix=f"bench-{uuid.uuid4().hex[:8]}")
     det = NearDupDetector(storage=storage)
     if not one_step:
         det.storage.lookup_or_insert = None  # type: ignore[attr-defined]
@@ -188,7 +222,11 @@ def _one_round(variant: str, redis_url: str, pages: list[tuple[str, str]]) -> di
         det.check(url, html)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     out = {"wall": wall / len(pages), "cpu": cpu / len(pages), "server": 0.0, "trips": 0.0}
-    if isinstance(storage, RedisStorage):
+    if isinstance(storage, RedisClusterStorage):
+        out["server"] = float("nan")  # several servers; not measured
+        out["trips"] = storage.round_trips / len(pages)
+        storage.wipe()
+    elif isinstance(storage, RedisStorage):
         out["server"] = (_server_cpu(client) - server_before) / len(pages)
         out["trips"] = storage.round_trips / len(pages)
         storage.wipe()
@@ -196,7 +234,7 @@ def _one_round(variant: str, redis_url: str, pages: list[tuple[str, str]]) -> di
     return out
 
 
-def timing(redis_url: str, limit: int, rounds: int, variants: list[str]) -> None:
+def timing(urls: dict[str, str], limit: int, rounds: int, variants: list[str]) -> None:
     """Time ``det.check`` per page for each variant, rounds interleaved so load drift hits all alike.
 
     Prints per variant the best wall time, the client CPU time (``process_time``, not inflated by
@@ -210,7 +248,7 @@ def timing(redis_url: str, limit: int, rounds: int, variants: list[str]) -> None
     runs: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
     for _ in range(rounds):
         for variant in variants:
-            runs[variant].append(_one_round(variant, redis_url, pages))
+            runs[variant].append(_one_round(variant, urls, pages))
     print(
         f"  {'variant':<13} {'wall us/page':>12} {'cpu us/page':>12} {'server us/page':>15}"
         f" {'trips/page':>11}"
@@ -247,6 +285,11 @@ def main() -> None:
         "--redis-url", default=os.environ.get("NEARDUP_TEST_REDIS", "redis://127.0.0.1:6379/0")
     )
     parser.add_argument("--no-redis", action="store_true")
+    parser.add_argument(
+        "--cluster",
+        default=None,
+        help="a Redis Cluster node url, or 'local' to start a 3+3 cluster on loopback",
+    )
     parser.add_argument("--pages", type=int, default=1602, help="real pages for the timing")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument(
@@ -256,9 +299,27 @@ def main() -> None:
     )
     args = parser.parse_args()
     redis_url = None if args.no_redis else args.redis_url
-    footprint([int(s) for s in args.sizes.split(",") if s], redis_url)
-    if redis_url:
-        timing(redis_url, args.pages, args.rounds, [v for v in args.variants.split(",") if v])
+    local = None
+    cluster_url = args.cluster
+    if cluster_url == "local":
+        sys.path.insert(0, str(ROOT / "tests"))
+        from redis_cluster_support import start_cluster  # type: ignore[import-not-found]
+
+        local = start_cluster()
+        cluster_url = local.url
+    try:
+        footprint([int(s) for s in args.sizes.split(",") if s], redis_url, cluster_url)
+        variants = [v for v in args.variants.split(",") if v]
+        if cluster_url and "redis-cluster" not in variants:
+            variants.append("redis-cluster")
+        if not redis_url:
+            variants = [v for v in variants if not v.startswith("redis") or v == "redis-cluster"]
+        urls = {"redis": redis_url or "", "redis-cluster": cluster_url or ""}
+        if redis_url or cluster_url:
+            timing(urls, args.pages, args.rounds, variants)
+    finally:
+        if local is not None:
+            local.stop()
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ __all__ = [
 
 ACTIONS = ("tag", "drop")
 STORAGE_ERROR_POLICIES = ("pass", "stop")
-STORAGE_KINDS = ("memory", "disk", "redis")
+STORAGE_KINDS = ("memory", "disk", "redis", "redis-cluster")
 WORKER_MODES = ("process", "inline")
 
 #: DetectorParams field -> setting name (for messages about invalid parameters).
@@ -105,10 +105,10 @@ class NeardupConfig:
         report_file: path of the JSON report written at close, or ``None``.
         report_html: path of the HTML report written at close, or ``None``.
         debug: log every verdict with its reason (DEBUG level).
-        storage: ``"memory"``, ``"disk"``, ``"redis"`` or a dotted import path.
+        storage: ``"memory"``, ``"disk"``, ``"redis"``, ``"redis-cluster"`` or a dotted import path.
         disk_path: SQLite file of the ``"disk"`` store (resolved, never ``None`` for disk).
-        redis_url: Redis server of the ``"redis"`` store.
-        redis_prefix: key prefix of the ``"redis"`` store (default: the spider name).
+        redis_url: Redis server of the ``"redis"`` store; any node of the cluster for ``"redis-cluster"``.
+        redis_prefix: key prefix of the Redis stores (default: the spider name).
         on_storage_error: ``"pass"`` or ``"stop"``.
         max_body_bytes: larger bodies are skipped (``0``: no limit).
         keep_excerpts: texts kept for the report's near-duplicate examples.
@@ -154,8 +154,8 @@ class NeardupConfig:
             return "memory"
         if self.storage == "disk":
             return f"disk ({self.disk_path})"
-        if self.storage == "redis":
-            return f"redis ({_redact(self.redis_url)}, prefix {self.redis_prefix!r})"
+        if self.storage in ("redis", "redis-cluster"):
+            return f"{self.storage} ({_redact(self.redis_url)}, prefix {self.redis_prefix!r})"
         return f"{self.storage} (path={self.disk_path!r}, prefix={self.redis_prefix!r})"
 
 
@@ -320,7 +320,7 @@ def parse_settings(settings: BaseSettings, spider_name: str | None = None) -> Ne
     if storage.lower() in STORAGE_KINDS:
         storage = storage.lower()
     elif not re.match(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)+$", storage):
-        accepts = "'memory', 'disk', 'redis' or a dotted import path"
+        accepts = "'memory', 'disk', 'redis', 'redis-cluster' or a dotted import path"
         raise NeardupSettingsError("NEARDUP_STORAGE", read.raw("NEARDUP_STORAGE"), accepts)
     disk_path = read.optional_str("NEARDUP_DISK_PATH", "a file path")
     if disk_path is None and jobdir is not None:
@@ -339,7 +339,15 @@ def parse_settings(settings: BaseSettings, spider_name: str | None = None) -> Ne
     )
     if storage == "redis" and not re.match(r"^(redis|rediss|unix)://", redis_url):
         raise NeardupSettingsError("NEARDUP_REDIS_URL", redis_url, "a redis://, rediss:// or unix:// url")
+    if storage == "redis-cluster" and not re.match(r"^(redis|rediss)://", redis_url):
+        raise NeardupSettingsError(
+            "NEARDUP_REDIS_URL", redis_url, "a redis:// or rediss:// url of a cluster node"
+        )
     redis_prefix = read.optional_str("NEARDUP_REDIS_PREFIX", "a string") or spider_name or "neardup"
+    if storage == "redis-cluster" and ("{" in redis_prefix or "}" in redis_prefix):
+        raise NeardupSettingsError(
+            "NEARDUP_REDIS_PREFIX", redis_prefix, "a prefix without braces (the cluster store adds hash tags)"
+        )
 
     return NeardupConfig(
         enabled=True,

@@ -368,7 +368,7 @@ class NeardupRuntime:
                 "It reopens the disk index; the pages of the batch not yet committed when the process "
                 "stopped (those of its last moments) are forgotten."
             )
-        if storage == "redis":
+        if storage in ("redis", "redis-cluster"):
             return "It reopens the Redis index; nothing is lost."
         return f"It reopens the index ({self.config.storage_description()})."
 

@@ -6,6 +6,9 @@
 * ``redis_url``: a Redis server (``$NEARDUP_TEST_REDIS``, default ``redis://127.0.0.1:6379/0``)
   and a unique key prefix, cleaned up afterwards. Skipped when unreachable -- except under
   ``CI=true``, where the test fails.
+* ``redis_cluster``: a local Redis Cluster (3 primaries, 3 replicas on free loopback ports) for the
+  whole session, stopped after; ``redis_cluster_url``: ``(url, prefix)`` on it with a fresh prefix.
+  Skipped without ``redis-server`` -- except under ``CI=true``.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from redis_cluster_support import LocalCluster, have_redis_server, start_cluster
 
 ROOT = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -70,3 +74,33 @@ def redis_url() -> Iterator[tuple[str, str]]:
         for start in range(0, len(keys), 500):
             client.delete(*keys[start : start + 500])
         client.close()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[LocalCluster]:
+    """A local Redis Cluster of 3 primaries and 3 replicas, for the whole session."""
+    if not have_redis_server():
+        _need("redis-server / redis-cli not found: cannot start a local Redis Cluster")
+    cluster = start_cluster()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def redis_cluster_url(redis_cluster: LocalCluster) -> Iterator[tuple[str, str]]:
+    """``(url of a cluster node, fresh key prefix)``; the prefix's keys are deleted after."""
+    from redis.cluster import RedisCluster
+
+    prefix = f"neardup-test-{uuid.uuid4().hex[:12]}"
+    yield redis_cluster.url, prefix
+    ports = [p for p in redis_cluster.primaries()]
+    for port in ports:  # every primary, whatever the slot map says now
+        client = RedisCluster(host="127.0.0.1", port=port, socket_connect_timeout=2)
+        try:
+            for pattern in (f"{prefix}*", f"{{{prefix}*"):
+                for key in list(client.scan_iter(match=pattern, count=1000)):
+                    client.delete(key)
+        finally:
+            client.close()

@@ -1,4 +1,5 @@
-"""Two processes sharing one Redis index over the eval-dev pages score like one process."""
+"""Processes sharing one Redis index score like one process: two on eval-dev with one Redis
+server, four on eval-docs with a local Redis Cluster."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 from neardup_scrapy.core import NearDupDetector
+from neardup_scrapy.core.storage.redis_cluster import RedisClusterStorage
 from neardup_scrapy.core.storage.redis_store import RedisStorage
 
 pytestmark = [pytest.mark.redis, pytest.mark.evaldev]
@@ -23,9 +25,16 @@ def _pages(path: Path) -> list[tuple[str, str]]:
         return [(r["url"], r["html"]) for r in map(json.loads, fh)]
 
 
-def _worker(eval_dir: str, url: str, prefix: str, part: int, parts: int, barrier: Any, out: Any) -> None:
+def _worker(
+    kind: str, eval_dir: str, url: str, prefix: str, part: int, parts: int, barrier: Any, out: Any
+) -> None:
     pages = _pages(Path(eval_dir))
-    det = NearDupDetector(storage=RedisStorage(url, prefix=prefix))
+    store = (
+        RedisClusterStorage(url, prefix=prefix)
+        if kind == "redis-cluster"
+        else RedisStorage(url, prefix=prefix)
+    )
+    det = NearDupDetector(storage=store)
     barrier.wait(60)
     tags = []
     for i, (page_url, html) in enumerate(pages):
@@ -55,25 +64,33 @@ def _score(eval_dir: Path, tags: list[dict[str, Any]], tmp_path: Path, name: str
     return float(json.loads(report.read_text())["source_pairs"]["f1"])
 
 
-def test_two_processes_score_like_one(eval_dev: Path, redis_url: tuple[str, str], tmp_path: Path) -> None:
-    url, prefix = redis_url
+@pytest.mark.parametrize(
+    ("kind", "labelled", "processes"),
+    [("redis", "eval_dev", 2), ("redis-cluster", "eval_docs", 4)],
+)
+def test_processes_score_like_one(
+    kind: str, labelled: str, processes: int, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    eval_dir: Path = request.getfixturevalue(labelled)
+    url, prefix = request.getfixturevalue("redis_url" if kind == "redis" else "redis_cluster_url")
     single = NearDupDetector()
-    alone = [single.check(u, html).to_dict() | {"url": u} for u, html in _pages(eval_dev)]
-    f1_single = _score(eval_dev, alone, tmp_path, "single")
+    alone = [single.check(u, html).to_dict() | {"url": u} for u, html in _pages(eval_dir)]
+    f1_single = _score(eval_dir, alone, tmp_path, "single")
 
     ctx = mp.get_context("spawn")
-    barrier = ctx.Barrier(2)
+    barrier = ctx.Barrier(processes)
     out = ctx.Queue()
     procs = [
-        ctx.Process(target=_worker, args=(str(eval_dev), url, prefix, k, 2, barrier, out)) for k in range(2)
+        ctx.Process(target=_worker, args=(kind, str(eval_dir), url, prefix, k, processes, barrier, out))
+        for k in range(processes)
     ]
     for p in procs:
         p.start()
-    shared = [t for _ in procs for t in out.get(timeout=600)]
+    shared = [t for _ in procs for t in out.get(timeout=900)]
     for p in procs:
         p.join(60)
         assert p.exitcode == 0
     assert len(shared) == len(alone)
-    f1_shared = _score(eval_dev, shared, tmp_path, "shared")
-    print(f"eval-dev F1: one process {f1_single:.4f}, two processes on one Redis index {f1_shared:.4f}")
+    f1_shared = _score(eval_dir, shared, tmp_path, "shared")
+    print(f"{eval_dir.name} F1: one process {f1_single:.4f}, {processes} on one {kind} index {f1_shared:.4f}")
     assert abs(f1_shared - f1_single) <= 0.005

@@ -1,5 +1,7 @@
 """Race test: several processes check interleaved near-duplicates into one Redis index at once.
 
+Run on one Redis server and on a local Redis Cluster (3 primaries, 3 replicas).
+
 Every group (an original and its copies) is spread over all processes, and all processes work
 on the same group at the same moment, so the check-and-insert of near-duplicates really
 races. The compare-and-insert commit must still give every cluster exactly one original, and
@@ -16,6 +18,7 @@ import pytest
 from test_storage_support import corpus
 
 from neardup_scrapy.core import NearDupDetector
+from neardup_scrapy.core.storage.redis_cluster import RedisClusterStorage
 from neardup_scrapy.core.storage.redis_store import RedisStorage
 
 pytestmark = pytest.mark.redis
@@ -25,8 +28,14 @@ GROUPS = 60
 COPIES = 7  # 8 pages per group: 2 per process
 
 
-def _worker(url: str, prefix: str, pages: list[tuple[str, str]], barrier: Any, out: Any) -> None:
-    store = RedisStorage(url, prefix=prefix)
+def _store(kind: str, url: str, prefix: str) -> RedisStorage:
+    if kind == "redis-cluster":
+        return RedisClusterStorage(url, prefix=prefix)
+    return RedisStorage(url, prefix=prefix)
+
+
+def _worker(kind: str, url: str, prefix: str, pages: list[tuple[str, str]], barrier: Any, out: Any) -> None:
+    store = _store(kind, url, prefix)
     det = NearDupDetector(storage=store)
     barrier.wait(30)
     verdicts = []
@@ -44,8 +53,11 @@ def _partition(verdicts: list[dict[str, Any]]) -> set[frozenset[str]]:
     return {frozenset(c) for c in clusters.values()}
 
 
-def test_concurrent_processes_record_one_original_per_cluster(redis_url: tuple[str, str]) -> None:
-    url, prefix = redis_url
+@pytest.mark.parametrize("kind", ["redis", "redis-cluster"])
+def test_concurrent_processes_record_one_original_per_cluster(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    url, prefix = request.getfixturevalue("redis_url" if kind == "redis" else "redis_cluster_url")
     pages = corpus(GROUPS, COPIES, seed=11)
     rng = random.Random(5)
     by_group: dict[int, list[tuple[str, str]]] = {}
@@ -63,7 +75,7 @@ def test_concurrent_processes_record_one_original_per_cluster(redis_url: tuple[s
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(PROCESSES)
     out = ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(url, prefix, share, barrier, out)) for share in shares]
+    procs = [ctx.Process(target=_worker, args=(kind, url, prefix, share, barrier, out)) for share in shares]
     for p in procs:
         p.start()
     results = [out.get(timeout=240) for _ in procs]
@@ -82,11 +94,20 @@ def test_concurrent_processes_record_one_original_per_cluster(redis_url: tuple[s
 
     # serializable: one process checking the pages in the order the shared index committed them
     # gives the very same verdicts ("up to which copy came first": the order decides which copy is
-    # the original, and the chaining guard may then keep a far copy out of the cluster)
+    # the original, and the chaining guard may then keep a far copy out of the cluster). One server
+    # commits in doc id order; the cluster store in the order of its commit log.
     texts = {page_url: text for page_url, text, _ in pages}
+    store = _store(kind, url, prefix)
+    det = NearDupDetector(storage=store)
+    if isinstance(store, RedisClusterStorage):
+        rank = {doc: k for k, doc in enumerate(store.commit_order())}
+        assert len(rank) == len(pages)
+        committed = sorted(verdicts, key=lambda v: rank[v["doc_id"]])
+    else:
+        committed = sorted(verdicts, key=lambda v: v["doc_id"])
     single = NearDupDetector()
     replay = {}
-    for v in sorted(verdicts, key=lambda v: v["doc_id"]):
+    for v in committed:
         replay[v["url"]] = single.check(v["url"], text=texts[v["url"]]).to_dict()
     for v in verdicts:
         expected = replay[v["url"]]
@@ -102,8 +123,6 @@ def test_concurrent_processes_record_one_original_per_cluster(redis_url: tuple[s
     assert len(_partition(verdicts) ^ _partition(in_order)) <= 4
 
     # the shared index agrees with the processes' verdicts
-    store = RedisStorage(url, prefix=prefix)
-    det = NearDupDetector(storage=store)
     hist, _ = store.clusters(max_clusters=1, max_members=1)
     assert sum(hist.values()) + sum(1 for sizes in by_cluster.values() if len(sizes) == 1) == len(by_cluster)
     assert len(store) == len(pages)

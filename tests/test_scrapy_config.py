@@ -101,6 +101,16 @@ def test_values_are_parsed() -> None:
             "NEARDUP_REDIS_URL",
             "redis://",
         ),
+        (
+            {"NEARDUP_STORAGE": "redis-cluster", "NEARDUP_REDIS_URL": "unix:///tmp/redis.sock"},
+            "NEARDUP_REDIS_URL",
+            "cluster node",
+        ),
+        (
+            {"NEARDUP_STORAGE": "redis-cluster", "NEARDUP_REDIS_PREFIX": "a{b}"},
+            "NEARDUP_REDIS_PREFIX",
+            "braces",
+        ),
         ({"NEARDUP_ON_STORAGE_ERROR": "retry"}, "NEARDUP_ON_STORAGE_ERROR", "'pass', 'stop'"),
         ({"NEARDUP_MAX_BODY_BYTES": -1}, "NEARDUP_MAX_BODY_BYTES", ">= 0"),
         ({"NEARDUP_WORKER": "thread"}, "NEARDUP_WORKER", "'inline'"),
@@ -147,6 +157,14 @@ def test_redis_url_falls_back_to_scrapy_redis_setting() -> None:
     assert "10.0.0.1" in config.storage_description()
     secret = parse_settings(Settings({"NEARDUP_STORAGE": "redis", "NEARDUP_REDIS_URL": "redis://u:pw@h:1/0"}))
     assert "pw" not in secret.storage_description()
+
+
+def test_redis_cluster_storage_is_accepted() -> None:
+    config = parse_settings(
+        Settings({"NEARDUP_STORAGE": "Redis-Cluster", "NEARDUP_REDIS_URL": "redis://u:pw@10.0.0.3:7000/0"})
+    )
+    assert config.storage == "redis-cluster"
+    assert config.storage_description() == "redis-cluster (redis://u:***@10.0.0.3:7000/0, prefix 'neardup')"
 
 
 def test_disabled_components_are_not_configured() -> None:

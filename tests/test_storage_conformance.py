@@ -26,12 +26,19 @@ from neardup_scrapy.core.storage.base import (
     ParameterMismatchError,
 )
 from neardup_scrapy.core.storage.memory import MemoryStorage
+from neardup_scrapy.core.storage.redis_cluster import RedisClusterStorage
 from neardup_scrapy.core.storage.redis_store import RedisStorage
 from neardup_scrapy.core.storage.sqlite import SQLiteStorage
 
 SIGNATURE = DetectorParams().index_signature()
 NUM_PERM = int(SIGNATURE["num_perm"])
-KINDS = ["memory", "disk", pytest.param("redis", marks=pytest.mark.redis)]
+KINDS = [
+    "memory",
+    "disk",
+    pytest.param("redis", marks=pytest.mark.redis),
+    pytest.param("redis-cluster", marks=pytest.mark.redis),
+]
+SHARED = ("redis", "redis-cluster")  # stores that several processes write at once
 
 Factory = Callable[..., IndexStorage]
 
@@ -45,7 +52,9 @@ def kind(request: pytest.FixtureRequest) -> str:
 def make_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Factory]:
     """``make_store(**kw)``: a new, unopened store on this test's location (same file / prefix)."""
     made: list[IndexStorage] = []
-    redis_url: tuple[str, str] | None = request.getfixturevalue("redis_url") if kind == "redis" else None
+    redis_url: tuple[str, str] | None = None
+    if kind in SHARED:
+        redis_url = request.getfixturevalue("redis_url" if kind == "redis" else "redis_cluster_url")
 
     def factory(**kwargs: Any) -> IndexStorage:
         store: IndexStorage
@@ -53,9 +62,12 @@ def make_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Ite
             store = MemoryStorage(**kwargs)
         elif kind == "disk":
             store = SQLiteStorage(tmp_path / "index.sqlite", **kwargs)
-        else:
+        elif kind == "redis":
             assert redis_url is not None
             store = RedisStorage(redis_url[0], prefix=redis_url[1], **kwargs)
+        else:
+            assert redis_url is not None
+            store = RedisClusterStorage(redis_url[0], prefix=redis_url[1], **kwargs)
         made.append(store)
         return store
 
@@ -403,7 +415,7 @@ def test_lookup_or_insert_inserts_only_without_candidate(make_store: Factory) ->
 
 
 def test_lookup_or_insert_invalidates_tokens_like_commit(kind: str, make_store: Factory) -> None:
-    if kind != "redis":
+    if kind not in SHARED:
         pytest.skip("one writer per store: nothing to race")
     a: Any = make_store()
     b: Any = make_store()
@@ -428,7 +440,7 @@ def test_lookup_or_insert_invalidates_tokens_like_commit(kind: str, make_store: 
 
 
 def test_lookup_or_insert_concurrent_inserts_one_original(kind: str, make_store: Factory) -> None:
-    if kind != "redis":
+    if kind not in SHARED:
         pytest.skip("one writer per store: nothing to race")
     n = 8
     stores: list[Any] = [make_store() for _ in range(n)]
@@ -477,9 +489,12 @@ def test_detector_verdicts_same_with_and_without_lookup_or_insert(
         without = MemoryStorage()
     elif kind == "disk":
         without = SQLiteStorage(tmp_path / "other.sqlite")
-    else:
+    elif kind == "redis":
         url, prefix = request.getfixturevalue("redis_url")
         without = RedisStorage(url, prefix=f"{prefix}-other")  # the fixture deletes prefix* keys
+    else:
+        url, prefix = request.getfixturevalue("redis_cluster_url")
+        without = RedisClusterStorage(url, prefix=f"{prefix}-other")
     without.lookup_or_insert = None  # the detector falls back to lookup/fetch/commit
     assert _explained(without, pages) == with_it
     reasons = [v["reason"] for v in with_it]

@@ -4,6 +4,8 @@
 * ``"disk"`` (:class:`~.sqlite.SQLiteStorage`): one SQLite file; survives pause/resume.
 * ``"redis"`` (:class:`~.redis_store.RedisStorage`): one index shared by many crawler processes,
   with an atomic check-and-insert per page. Needs the ``redis`` extra.
+* ``"redis-cluster"`` (:class:`~.redis_cluster.RedisClusterStorage`): the same, spread over the
+  shards of a Redis Cluster (``redis_url`` names any node). Needs the ``redis`` extra.
 * a dotted import path (``"myproject.stores.MyStore"``): a class implementing
   :class:`~.base.IndexStorage`, built with the keyword arguments of :func:`open_storage`.
 """
@@ -34,11 +36,12 @@ def open_storage(
     """Build (not yet open) the store named ``kind``.
 
     Args:
-        kind: ``"memory"``, ``"disk"``, ``"redis"`` or the dotted import path of a class.
+        kind: ``"memory"``, ``"disk"``, ``"redis"``, ``"redis-cluster"`` or the dotted import path of a class.
         path: SQLite file of the disk store (default ``neardup-index.sqlite`` in the current
             directory; the Scrapy glue puts it in ``JOBDIR``).
-        redis_url: Redis url of the redis store (default ``redis://127.0.0.1:6379/0``).
-        prefix: key prefix of the redis store (one index per prefix).
+        redis_url: Redis url of the redis store (default ``redis://127.0.0.1:6379/0``), or any node
+            of the cluster for ``"redis-cluster"``.
+        prefix: key prefix of the redis stores (one index per prefix).
         ttl: seconds after which indexed pages are forgotten (``None``: never).
         **options: extra keyword arguments passed to the store's constructor (e.g.
             ``batch_size`` for disk, ``retry`` for redis).
@@ -59,19 +62,24 @@ def open_storage(
         from .sqlite import SQLiteStorage
 
         return SQLiteStorage(path or DEFAULT_DISK_PATH, ttl=ttl, **options)
-    if name == "redis":
+    if name in ("redis", "redis-cluster"):
         try:
             import redis  # noqa: F401
         except ImportError as exc:
             raise StorageError(
                 f"the redis store needs the 'redis' package, which is not installed: {REDIS_HINT}"
             ) from exc
+        if name == "redis-cluster":
+            from .redis_cluster import DEFAULT_CLUSTER_URL, RedisClusterStorage
+
+            return RedisClusterStorage(redis_url or DEFAULT_CLUSTER_URL, prefix=prefix, ttl=ttl, **options)
         from .redis_store import DEFAULT_URL, RedisStorage
 
         return RedisStorage(redis_url or DEFAULT_URL, prefix=prefix, ttl=ttl, **options)
     if "." not in name:
         raise StorageError(
-            f"unknown storage {kind!r}: expected 'memory', 'disk', 'redis' or the import path of a class"
+            f"unknown storage {kind!r}: expected 'memory', 'disk', 'redis', 'redis-cluster' "
+            "or the import path of a class"
         )
     module_name, _, class_name = name.rpartition(".")
     try:

@@ -127,12 +127,9 @@ _COUNTER_CHAR = {
     "d": "duplicate_bytes",
 }
 
-_LUA_COMMON = (
-    r"""
-local P = ARGV[1]
-local BUCKET_CAP = """
-    + str(BUCKET_CAP)
-    + r"""
+# Linear hashing of bucket fields over the shards ``S .. n`` (level L, split pointer sp); ``split``
+# splits shard sp while the mean load of the ``n`` buckets is above ``load`` and saves L/p in hash M.
+_LUA_SHARDS = r"""
 local function h32(f)
   local b1, b2, b3, b4 = string.byte(f, 1, 4)
   return ((b1 * 256 + b2) * 256 + b3) * 256 + b4
@@ -144,6 +141,42 @@ local function address(f, L, sp)
   if a < sp then a = h % (2 * m) end
   return a
 end
+local function split(S, M, L, sp, n, load)
+  local splits = 0
+  while n > load * (2 ^ L + sp) and splits < 4 do
+    local old = S .. sp
+    local m2 = 2 ^ (L + 1)
+    local all = redis.call('HGETALL', old)
+    if #all > 0 then
+      redis.call('DEL', old)
+      local keep, move = {}, {}
+      for k = 1, #all, 2 do
+        local t = keep
+        if h32(all[k]) % m2 ~= sp then t = move end
+        t[#t + 1] = all[k]
+        t[#t + 1] = all[k + 1]
+      end
+      if #keep > 0 then redis.call('HSET', old, unpack(keep)) end
+      if #move > 0 then redis.call('HSET', S .. (sp + 2 ^ L), unpack(move)) end
+    end
+    sp = sp + 1
+    if sp == 2 ^ L then L = L + 1; sp = 0 end
+    splits = splits + 1
+  end
+  if splits > 0 then redis.call('HSET', M, 'L', L, 'p', sp) end
+  return L, sp
+end
+"""
+
+_LUA_COMMON = (
+    r"""
+local P = ARGV[1]
+local BUCKET_CAP = """
+    + str(BUCKET_CAP)
+    + r"""
+"""
+    + _LUA_SHARDS
+    + r"""
 -- What a lookup answers of a bucket: its first BUCKET_CAP ids, then its last id (the token).
 -- The whole value grew with the bucket (a family of thousands of near-identical pages), and so
 -- did every answer that carried it.
@@ -280,7 +313,9 @@ return {recs, roots}
 # A record whose parent is >= 0 joins that page's cluster; -1 starts a cluster of its own.
 # ``seen`` maps a 6-byte field to its raw shard value as already read in this script (``false`` =
 # no such bucket, ``''`` = overflow marker); ``apply`` reuses it instead of reading the shard again.
-_LUA_APPLY = r"""
+# Per-host counters, mirror evidence and the helpers of idempotent, deadline-bound commits, on keys
+# under ``P`` (the cluster store reuses them with ``P`` a hash tag, and its own ``host_of``).
+_LUA_MIRROR = r"""
 local M = P .. ':m'
 local HC = P .. ':hc'
 local function commit_result(doc)
@@ -375,6 +410,11 @@ local function late()
   local t = redis.call('TIME')
   return tonumber(t[1]) + tonumber(t[2]) / 1000000 > deadline
 end
+"""
+
+_LUA_APPLY = (
+    _LUA_MIRROR
+    + r"""
 local function apply(L, sp, seen)
   local host = ARGV[5]
   local hc = HC
@@ -444,29 +484,7 @@ local function apply(L, sp, seen)
     redis.call('HINCRBY', hc, 'b|' .. host, nbytes)
     if status ~= 'u' then redis.call('HINCRBY', hc, 'd|' .. host, nbytes) end
     -- linear hashing: split shard sp while the mean load is above 'load'
-    local load = tonumber(redis.call('HGET', M, 'load'))
-    local splits = 0
-    while n > load * (2 ^ L + sp) and splits < 4 do
-      local old = P .. ':s:' .. sp
-      local m2 = 2 ^ (L + 1)
-      local all = redis.call('HGETALL', old)
-      if #all > 0 then
-        redis.call('DEL', old)
-        local keep, move = {}, {}
-        for k = 1, #all, 2 do
-          local t = keep
-          if h32(all[k]) % m2 ~= sp then t = move end
-          t[#t + 1] = all[k]
-          t[#t + 1] = all[k + 1]
-        end
-        if #keep > 0 then redis.call('HSET', old, unpack(keep)) end
-        if #move > 0 then redis.call('HSET', P .. ':s:' .. (sp + 2 ^ L), unpack(move)) end
-      end
-      sp = sp + 1
-      if sp == 2 ^ L then L = L + 1; sp = 0 end
-      splits = splits + 1
-    end
-    if splits > 0 then redis.call('HSET', M, 'L', L, 'p', sp) end
+    L, sp = split(P .. ':s:', M, L, sp, n, tonumber(redis.call('HGET', M, 'load')))
     -- expiry: prune one shard (expired ids are a prefix of every bucket)
     if ttl > 0 then
       local c = tonumber(redis.call('HGET', M, 'c') or '0')
@@ -503,6 +521,7 @@ local function apply(L, sp, seen)
   return doc
 end
 """
+)
 
 # ARGV: 1 prefix, 2 token, 3..13 the commit (see _LUA_APPLY)
 # -> {-2} on conflict, else {doc_id, host_pages}; error NEARDUP_LATE past the deadline
@@ -710,6 +729,8 @@ class RedisStorage:
     ) -> None:
         self.url = url
         self.prefix = prefix
+        #: What counter and mirror keys start with (the prefix; a hash tag in the cluster store).
+        self._base = prefix
         self.ttl = ttl
         self.retry = retry or RetryPolicy()
         self.socket_timeout = socket_timeout
@@ -1008,7 +1029,7 @@ class RedisStorage:
 
     def _host_counters(self) -> tuple[dict[str, HostCounts], dict[str, int], dict[str, int]]:
         """Host counters, documents and duplicated documents per host."""
-        raw = self._call(lambda: self._client.hgetall(f"{self.prefix}:hc"), "host counts")
+        raw = self._call(lambda: self._client.hgetall(f"{self._base}:hc"), "host counts")
         out: dict[str, HostCounts] = {}
         documents: dict[str, int] = {}
         duplicated: dict[str, int] = {}
@@ -1031,16 +1052,7 @@ class RedisStorage:
         """The mirror evidence of the whole shared index (see :mod:`neardup_scrapy.core.mirrors`)."""
         counts, documents, duplicated = self._host_counters()
         hosts = sorted(set(documents) | set(duplicated))
-        client = self._client
-
-        def read() -> list[Any]:
-            pipe = client.pipeline(transaction=False)
-            for host in hosts:
-                pipe.hgetall(_bytes(f"{self.prefix}:sh:{host}"))
-                pipe.hgetall(_bytes(f"{self.prefix}:cn:{host}"))
-            return list(pipe.execute())
-
-        replies = self._call(read, "mirror evidence") if hosts else []
+        replies = self._mirror_tables(hosts) if hosts else []
         shared: dict[str, dict[str, int]] = {}
         canonical: dict[str, dict[str, int]] = {}
         for k, host in enumerate(hosts):
@@ -1054,6 +1066,19 @@ class RedisStorage:
             shared=shared,
             canonical=canonical,
         )
+
+    def _mirror_tables(self, hosts: list[str]) -> list[Any]:
+        """Per host, its ``shared`` then its ``canonical`` hash (``{other host: count}``, raw)."""
+        client = self._client
+
+        def read() -> list[Any]:
+            pipe = client.pipeline(transaction=False)
+            for host in hosts:
+                pipe.hgetall(_bytes(f"{self._base}:sh:{host}"))
+                pipe.hgetall(_bytes(f"{self._base}:cn:{host}"))
+            return list(pipe.execute())
+
+        return self._call(read, "mirror evidence")
 
     def clusters(self, max_clusters: int, max_members: int) -> tuple[dict[int, int], list[dict[str, Any]]]:
         """Size histogram of all clusters and the largest ones, over the whole shared index."""

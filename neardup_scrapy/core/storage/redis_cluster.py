@@ -1,0 +1,931 @@
+"""Redis Cluster store: one shared index spread over a cluster (``NEARDUP_STORAGE = "redis-cluster"``).
+
+A Lua script of Redis Cluster may touch keys of one hash slot only, so the single-server store
+(:mod:`.redis_store`), whose scripts do a whole check in one atomic step, cannot run on a cluster.
+This store splits the index by hash tags (``P`` is the prefix; it may not contain braces):
+
+* ``{P}:*`` -- the *serialisation slot*, small: ``{P}:params``; ``{P}:m`` (hash: ``next`` doc id
+  counter, ``seq`` commit counter, ``count`` pages, ``load``, ``maxval``, ``groups``, ``format``);
+  ``{P}:t:<n>`` (strings of 2**20 ids each, the *page table*: 8 bytes per doc id, ``u32`` parent
+  + 1 -- 0 while the page is not committed -- and ``u32`` host code + 1); ``{P}:hk``/``{P}:hv``
+  (host <-> code);
+  ``{P}:log`` (list, the *commit log*: per commit ``u32`` seq, ``u32`` doc id and the first 4
+  bytes of each bucket field it wrote; the last ``log_size`` commits); the per-host counters and
+  mirror evidence of the single-server store (``{P}:hc``, ``{P}:ch:<root>``, ``{P}:sh:<host>``,
+  ``{P}:cn:<host>``, same arithmetic, same Lua) and ``{P}:n:<client>`` for idempotent retries.
+* ``{P:g<k>}:*`` -- bucket *group* ``k`` of ``groups`` (256): a bucket field (6 bytes, as in the
+  single-server store) belongs to group ``u16(field[4:6]) mod groups``; each group is a small
+  linear-hashing table of its own (``{P:g<k>}:m`` level/split pointer/bucket count,
+  ``{P:g<k>}:s:<n>`` listpack shards, ``{P:g<k>}:o:<field>`` overflowed buckets), so a split
+  moves fields between keys of one slot. Groups spread over all slots, hence all primaries.
+* ``P:d:<id>`` -- page records (packed as in the single-server store), no hash tag: spread.
+
+A check takes these round trips (one cluster pipeline each; its commands go to their nodes):
+
+1. *lookup*: one group script per group of the page's buckets reads the buckets (first
+   :data:`~.base.BUCKET_CAP` ids each); then, when they hold ids, one script on ``{P}`` answers
+   which are committed and their cluster roots (page table), pipelined with the GETs of records.
+   The lookup's *snapshot* ``s`` is the commit counter as the store last read it on ``{P}``
+   (always before the bucket reads); the token is ``(s, looked-up fields, seen)``, ``seen`` the
+   committed ids the lookup found.
+2. *write*: the page's record and its bucket entries (group scripts), under a doc id taken from
+   ``{P}`` in advance (every reply from ``{P}`` hands the client its next id). Not committed yet:
+   readers ignore it.
+3. *commit*: one script on ``{P}`` refuses ("conflict", the detector checks again) when a commit
+   log entry with ``seq > s`` wrote a bucket the lookup read and is not in ``seen``; otherwise it
+   appends its own entry, marks the page committed in the page table and applies unions, host
+   counters and mirror evidence -- the single-server store's Lua.
+
+Why two processes never both record an original (the verdicts are those of one process checking
+the pages in commit order): take two commits ``A`` before ``B`` (``seq_A < seq_B``), ``A`` having
+written a bucket that ``B`` looked up. If ``seq_A <= s_B``, ``A`` committed before ``B`` read
+``s_B``, so before ``B`` read the buckets, and ``A``'s entries (written before its commit) and its
+committed mark were there for ``B`` to see. If ``seq_A > s_B``, ``B``'s commit only passed with
+``A`` in ``seen``. Either way ``B`` decided knowing ``A``; and ``B`` saw only pages committed before
+its own commit. A log shorter than ``seq - s`` entries counts as a conflict. A writer that dies
+between steps 2 and 3 leaves an uncommitted record and entries that every reader ignores; a
+conflicting writer drops its record and takes a new id, so ids have gaps, ``len()`` counts pages.
+
+Faults: as the single-server store (retries with backoff, then :class:`~.base.StorageError`, a
+cooldown, idempotent commits with deadlines); a failover is ridden out by redis-py's cluster
+retries (it follows ``MOVED`` and refreshes the slot map) and ours. Expiry (``ttl``): records
+expire; readers skip ids whose record is gone; bucket entries are not pruned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import struct
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
+
+import numpy as np
+
+from .base import (
+    BUCKET_CAP,
+    MAX_CANDIDATES,
+    Commit,
+    CommitResult,
+    DocBatch,
+    I64Array,
+    ParameterMismatchError,
+    StorageError,
+    U64Array,
+    compare_parameters,
+    pinned_keys,
+    rank_candidates,
+)
+from .redis_store import (
+    _HEAD,
+    _LUA_MIRROR,
+    _LUA_SHARDS,
+    _STATUS_CHAR,
+    RedisStorage,
+    _bytes,
+    _roots,
+    _text,
+    bucket_fields,
+    pack_record,
+    safe_url,
+)
+from .sqlite import summarize_clusters
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+DEFAULT_CLUSTER_URL = "redis://127.0.0.1:7000/0"
+FORMAT = "neardup-redis-cluster/1"
+GROUPS = 256
+LOG_SIZE = 1024
+
+# KEYS[1] group meta; ARGV: 1 group base, 2.. fields -> per field its first BUCKET_CAP ids
+_LUA_GROUP_READ = (
+    _LUA_SHARDS
+    + r"""
+local B = ARGV[1]
+local m = redis.call('HMGET', KEYS[1], 'L', 'p')
+local L, sp = tonumber(m[1] or '0'), tonumber(m[2] or '0')
+local out = {}
+for i = 2, #ARGV do
+  local f = ARGV[i]
+  local v = redis.call('HGET', B .. ':s:' .. address(f, L, sp), f)
+  if v == false then v = '' elseif v == '' then v = redis.call('GETRANGE', B .. ':o:' .. f, 0, """
+    + str(4 * BUCKET_CAP - 1)
+    + r""") end
+  out[#out + 1] = string.sub(v, 1, """
+    + str(4 * BUCKET_CAP)
+    + r""")
+end
+return out
+"""
+)
+
+# KEYS[1] group meta; ARGV: 1 group base, 2 load, 3 maxval, 4 packed u32 id, 5.. fields -> bucket count.
+# Idempotent under retry: an id already last in a bucket is not appended again.
+_LUA_GROUP_ADD = (
+    _LUA_SHARDS
+    + r"""
+local B, M = ARGV[1], KEYS[1]
+local m = redis.call('HMGET', M, 'L', 'p')
+local L, sp = tonumber(m[1] or '0'), tonumber(m[2] or '0')
+local load, maxval, packed = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local new_fields = 0
+for i = 5, #ARGV do
+  local f = ARGV[i]
+  local sk = B .. ':s:' .. address(f, L, sp)
+  local v = redis.call('HGET', sk, f)
+  if v == false then
+    redis.call('HSET', sk, f, packed)
+    new_fields = new_fields + 1
+  elseif v == '' then
+    local okey = B .. ':o:' .. f
+    if redis.call('GETRANGE', okey, -4, -1) ~= packed then redis.call('APPEND', okey, packed) end
+  elseif string.sub(v, -4) ~= packed then
+    if #v + 4 > maxval then
+      redis.call('SET', B .. ':o:' .. f, v .. packed)
+      redis.call('HSET', sk, f, '')
+    else
+      redis.call('HSET', sk, f, v .. packed)
+    end
+  end
+end
+local n = redis.call('HINCRBY', M, 'n', new_fields)
+split(B .. ':s:', M, L, sp, n, load)
+return n
+"""
+)
+
+# The page table and host codes, on {P} (P is the hash-tagged base).
+_LUA_TABLE = r"""
+local P = ARGV[1]
+local M = P .. ':m'
+-- the page table, in chunks of 2^20 pages (8 MB; a Redis string holds at most 512 MB)
+local function entry(id)
+  return P .. ':t:' .. math.floor(id / 1048576), 8 * (id % 1048576)
+end
+local function parent_of(id)
+  if id < 0 then return nil end
+  local key, at = entry(id)
+  local s = redis.call('GETRANGE', key, at, at + 3)
+  if #s < 4 then return nil end
+  local v = struct.unpack('<I4', s)
+  if v == 0 then return nil end
+  return v - 1
+end
+-- cluster root of a committed page, -1 for a page not committed
+local function find(id)
+  local p = parent_of(id)
+  if p == nil then return -1 end
+  local hops = 0
+  while p ~= id and hops < 100000 do
+    local q = parent_of(p)
+    if q == nil then return p end
+    id, p = p, q
+    hops = hops + 1
+  end
+  return id
+end
+local function root_of(id) return find(id) end
+local function host_of(id)
+  local key, at = entry(id)
+  local s = redis.call('GETRANGE', key, at + 4, at + 7)
+  if #s < 4 then return nil end
+  local code = struct.unpack('<I4', s)
+  if code == 0 then return nil end
+  local h = redis.call('HGET', P .. ':hv', code - 1)
+  if h == false then return nil end
+  return h
+end
+"""
+
+# ARGV: P, format, load, maxval, groups, name, json, ... -> {stored params (flat), {load, maxval, groups}}
+_LUA_INIT = r"""
+local P = ARGV[1]
+local M = P .. ':m'
+local stored = {}
+if redis.call('EXISTS', P .. ':params') == 1 then
+  stored = redis.call('HGETALL', P .. ':params')
+else
+  for i = 6, #ARGV - 1, 2 do redis.call('HSET', P .. ':params', ARGV[i], ARGV[i + 1]) end
+end
+if redis.call('EXISTS', M) == 0 then
+  redis.call('HSET', M, 'format', ARGV[2], 'next', 0, 'seq', 0, 'count', 0, 'load', ARGV[3],
+    'maxval', ARGV[4], 'groups', ARGV[5], 'hosts', 0)
+end
+return {stored, redis.call('HMGET', M, 'load', 'maxval', 'groups')}
+"""
+
+# ARGV: P, alloc (0/1), first id (when the index must be created again) -> {seq, id or -1, time s, time us}
+_LUA_BEGIN = r"""
+local P = ARGV[1]
+local M = P .. ':m'
+if redis.call('EXISTS', M) == 0 then return redis.error_reply('NEARDUP_NOINDEX') end
+local id = -1
+if ARGV[2] == '1' then id = redis.call('HINCRBY', M, 'next', 1) - 1 end
+local t = redis.call('TIME')
+return {tonumber(redis.call('HGET', M, 'seq')), id, tonumber(t[1]), tonumber(t[2])}
+"""
+
+# ARGV: P, id -> 1 when the id was the last one handed out and is given back
+_LUA_RELEASE = r"""
+local M = ARGV[1] .. ':m'
+if tonumber(redis.call('HGET', M, 'next') or '-1') == tonumber(ARGV[2]) + 1 then
+  redis.call('HSET', M, 'next', ARGV[2])
+  return 1
+end
+return 0
+"""
+
+# ARGV: P, id... -> per id its cluster root, -1 when not committed
+_LUA_STATUS = (
+    _LUA_TABLE
+    + r"""
+local out = {}
+for i = 2, #ARGV do out[#out + 1] = find(tonumber(ARGV[i])) end
+return out
+"""
+)
+
+# ARGV: P, first, count -> the page table's bytes for ids first .. first + count - 1 (one chunk)
+_LUA_TABLE_RANGE = r"""
+local first, count = tonumber(ARGV[2]), tonumber(ARGV[3])
+local at = 8 * (first % 1048576)
+return redis.call('GETRANGE', ARGV[1] .. ':t:' .. math.floor(first / 1048576), at, at + 8 * count - 1)
+"""
+
+# ARGV: P, host... -> per host the flat HGETALL of its shared hash, then of its canonical hash
+_LUA_MIRROR_TABLES = r"""
+local P = ARGV[1]
+local out = {}
+for i = 2, #ARGV do
+  out[#out + 1] = redis.call('HGETALL', P .. ':sh:' .. ARGV[i])
+  out[#out + 1] = redis.call('HGETALL', P .. ':cn:' .. ARGV[i])
+end
+return out
+"""
+
+# ARGV: 1 P, 2 snapshot, 3 written fields (6 bytes each), 4 '<i4i4' doc and given parent, 5 host,
+#   6 status char, 7 canonical host, 8 nbytes, 9 unions, 10 looked-up fields, 11 client, 12 client seq,
+#   13 deadline, 14 seen ids (u32 each), 15 log size, 16 hand out a next id (0/1)
+# -> {doc, host pages, seq, next id}; doc -2 on conflict; error NEARDUP_LATE past the deadline
+_LUA_COMMIT = (
+    _LUA_TABLE
+    + _LUA_MIRROR
+    + r"""
+if redis.replicate_commands then redis.replicate_commands() end
+if redis.call('EXISTS', M) == 0 then return redis.error_reply('NEARDUP_NOINDEX') end
+local LOG = P .. ':log'
+local function next_id()
+  if ARGV[16] == '1' then return redis.call('HINCRBY', M, 'next', 1) - 1 end
+  return -1
+end
+local function reply(doc)
+  local r = commit_result(doc)
+  return {r[1], r[2], tonumber(redis.call('HGET', M, 'seq')), next_id()}
+end
+local function remember(doc)
+  if ARGV[11] ~= '' then redis.call('SET', P .. ':n:' .. ARGV[11], ARGV[12] .. ':' .. doc, 'EX', 3600) end
+end
+local done = replayed()
+if done then return reply(done) end
+local host, status = ARGV[5], ARGV[6]
+if status == 's' then
+  if late() then return redis.error_reply('NEARDUP_LATE') end
+  redis.call('HINCRBY', HC, 's|' .. host, 1)
+  remember(-1)
+  return reply(-1)
+end
+local doc, given = struct.unpack('<i4i4', ARGV[4])
+local cur, snap = tonumber(redis.call('HGET', M, 'seq')), tonumber(ARGV[2])
+if cur > snap then
+  local looked, seen = {}, {}
+  local lf, si = ARGV[10], ARGV[14]
+  for j = 1, #lf - 5, 6 do looked[string.sub(lf, j, j + 3)] = true end
+  for j = 1, #si - 3, 4 do seen[struct.unpack('<I4', si, j)] = true end
+  if cur - snap > redis.call('LLEN', LOG) then return {-2, 0, cur, next_id()} end
+  for _, e in ipairs(redis.call('LRANGE', LOG, snap - cur, -1)) do
+    local _, other = struct.unpack('<I4I4', e)
+    if not seen[other] then
+      for j = 9, #e - 3, 4 do
+        if looked[string.sub(e, j, j + 3)] then return {-2, 0, cur, next_id()} end
+      end
+    end
+  end
+end
+if late() then return redis.error_reply('NEARDUP_LATE') end
+if parent_of(doc) ~= nil then return redis.error_reply('NEARDUP_TAKEN doc id ' .. doc .. ' is committed') end
+local seq = redis.call('HINCRBY', M, 'seq', 1)
+local wf, hashes = ARGV[3], {}
+for j = 1, #wf - 5, 6 do hashes[#hashes + 1] = string.sub(wf, j, j + 3) end
+redis.call('RPUSH', LOG, struct.pack('<I4I4', seq, doc) .. table.concat(hashes))
+redis.call('LTRIM', LOG, -tonumber(ARGV[15]), -1)
+local code = tonumber(redis.call('HGET', P .. ':hk', host) or '-1')
+if code < 0 then
+  code = redis.call('HINCRBY', M, 'hosts', 1) - 1
+  redis.call('HSET', P .. ':hk', host, code)
+  redis.call('HSET', P .. ':hv', code, host)
+end
+local dkey, dat = entry(doc)
+redis.call('SETRANGE', dkey, dat, struct.pack('<I4I4', doc + 1, code + 1))
+local u = ARGV[9]
+for j = 1, #u - 7, 8 do
+  local a, b = struct.unpack('<i4i4', u, j)
+  local ra, rb = root_of(a), root_of(b)
+  if ra >= 0 and rb >= 0 and ra ~= rb then
+    union(ra, rb)
+    local rkey, rat = entry(ra)
+    redis.call('SETRANGE', rkey, rat, struct.pack('<I4', rb + 1))
+  end
+end
+local root = -1
+if given >= 0 then root = root_of(given) end
+if root >= 0 then
+  join(root, host)
+  redis.call('SETRANGE', dkey, dat, struct.pack('<I4', root + 1))
+else
+  bump(HC, 'D|' .. host, 1)
+end
+local canon = ARGV[7]
+if canon ~= '' and canon ~= host then bump(P .. ':cn:' .. host, canon, 1) end
+redis.call('HINCRBY', M, 'count', 1)
+-- an index created again (NEARDUP_NOINDEX) under a commit in flight: never hand out its id again
+if tonumber(redis.call('HGET', M, 'next')) <= doc then redis.call('HSET', M, 'next', doc + 1) end
+redis.call('HINCRBY', HC, 'p|' .. host, 1)
+redis.call('HINCRBY', HC, status .. '|' .. host, 1)
+local nbytes = tonumber(ARGV[8])
+redis.call('HINCRBY', HC, 'b|' .. host, nbytes)
+if status ~= 'u' then redis.call('HINCRBY', HC, 'd|' .. host, nbytes) end
+remember(doc)
+return reply(doc)
+"""
+)
+
+_SCRIPTS = {
+    "group_read": _LUA_GROUP_READ,
+    "group_add": _LUA_GROUP_ADD,
+    "init": _LUA_INIT,
+    "begin": _LUA_BEGIN,
+    "release": _LUA_RELEASE,
+    "status": _LUA_STATUS,
+    "table": _LUA_TABLE_RANGE,
+    "mirror_tables": _LUA_MIRROR_TABLES,
+    "commit": _LUA_COMMIT,
+}
+
+
+@dataclass(frozen=True)
+class ClusterToken:
+    """What a lookup saw: the commit counter before it, the fields it read, the committed ids found."""
+
+    snapshot: int
+    fields: bytes
+    seen: bytes
+
+
+def field_group(field: bytes, groups: int) -> int:
+    """The bucket group of a 6-byte field (its last two bytes; the shard address uses the first four)."""
+    return int.from_bytes(field[4:6], "big") % groups
+
+
+class RedisClusterStorage(RedisStorage):
+    """A near-duplicate index spread over a Redis Cluster (see the module docstring).
+
+    Args:
+        url: any node of the cluster (``redis://[:password@]host:port``), as
+            ``redis.cluster.RedisCluster.from_url`` takes it.
+        prefix: key prefix (no ``{`` or ``}``); one index per prefix.
+        ttl: seconds after which pages are forgotten (``None``: never).
+        groups: bucket groups (hash tags) of a new index; an existing one keeps its own.
+        log_size: commits kept in the commit log (a lookup older than that many commits conflicts).
+        **kwargs: as :class:`~.redis_store.RedisStorage` (``retry``, ``socket_timeout``,
+            ``connect_timeout``, ``prefetch``, ``cooldown``, ``client`` -- a ``RedisCluster``).
+    """
+
+    def __init__(
+        self,
+        url: str = DEFAULT_CLUSTER_URL,
+        prefix: str = "neardup",
+        ttl: float | None = None,
+        *,
+        groups: int = GROUPS,
+        log_size: int = LOG_SIZE,
+        **kwargs: Any,
+    ) -> None:
+        if "{" in prefix or "}" in prefix:
+            raise StorageError(f"the redis-cluster store's prefix may not contain braces: {prefix!r}")
+        super().__init__(url, prefix=prefix, ttl=ttl, **kwargs)
+        self._base = "{" + prefix + "}"
+        self.groups = max(1, int(groups))
+        self.log_size = max(16, int(log_size))
+        self._load = 38
+        self._maxval = 64
+        self._shas = {name: hashlib.sha1(src.encode()).hexdigest() for name, src in _SCRIPTS.items()}
+        self._group_bases: list[str] = []
+        self._snapshot: int | None = None
+        self._next_id = -1
+        self._orphans: list[int] = []
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def open(self, signature: Mapping[str, Any]) -> None:
+        """Connect to the cluster, create the index or check its recorded parameters.
+
+        Raises:
+            ParameterMismatchError: the index under this prefix was built with other parameters.
+            StorageError: the cluster cannot be reached.
+        """
+        if self._opened:
+            return
+        import redis
+        from redis.cluster import RedisCluster
+        from redis.exceptions import (
+            ClusterDownError,
+            MasterDownError,
+            RedisClusterException,
+            SlotNotCoveredError,
+            TryAgainError,
+        )
+
+        self._transient = (
+            redis.ConnectionError,
+            redis.TimeoutError,
+            redis.BusyLoadingError,
+            ClusterDownError,
+            TryAgainError,
+            MasterDownError,
+            SlotNotCoveredError,
+            OSError,
+        )
+        if self._client is None:
+            try:
+                self._client = RedisCluster.from_url(
+                    self.url,
+                    socket_timeout=self.socket_timeout,
+                    socket_connect_timeout=self.connect_timeout,
+                )
+            except ValueError as exc:
+                raise StorageError(f"invalid Redis url {safe_url(self.url)}: {exc}") from exc
+            except (redis.RedisError, RedisClusterException) as exc:
+                raise StorageError(f"cannot reach the Redis Cluster at {safe_url(self.url)}: {exc}") from exc
+        try:
+            self._load_scripts()
+        except (redis.RedisError, RedisClusterException) as exc:
+            raise StorageError(f"cannot reach the Redis Cluster at {safe_url(self.url)}: {exc}") from exc
+        wanted = {k: json.loads(json.dumps(v, allow_nan=False)) for k, v in signature.items()}
+        load, maxval = self._listpack_limits()
+        self._init_args = [self._base, FORMAT, load, maxval, self.groups]
+        for name, value in sorted(wanted.items()):
+            self._init_args += [name, json.dumps(value, allow_nan=False)]
+        self._wanted = wanted
+        self._init_index()
+        self._num_perm = int(wanted.get("num_perm", 128))
+        self._begin(alloc=False)
+        self._opened = True
+
+    def _load_scripts(self) -> None:
+        """Load every script on every node (a replica promoted by a failover has them too)."""
+        from redis.cluster import RedisCluster
+
+        for source in _SCRIPTS.values():
+            self._client.execute_command("SCRIPT LOAD", source, target_nodes=RedisCluster.ALL_NODES)
+
+    def _init_index(self) -> None:
+        stored_raw, limits = self._eval("init", self._base, self._init_args, "open")
+        self._load, self._maxval, self.groups = (int(v) for v in limits)
+        self._group_bases = ["{" + f"{self.prefix}:g{k}" + "}" for k in range(self.groups)]
+        if stored_raw:
+            pairs = zip(stored_raw[::2], stored_raw[1::2], strict=True)
+            stored = {_text(name): json.loads(_text(value)) for name, value in pairs}
+            differences = compare_parameters(stored, self._wanted)
+            if differences:
+                raise ParameterMismatchError(self.where, differences)
+
+    def _recreate_index(self) -> None:
+        """The index vanished: create it again, empty (ids continue after the last one seen)."""
+        self._init_index()
+        if self._last_doc >= 0:
+            self._client.hset(f"{self._base}:m", "next", self._last_doc + 1)
+        self._cache.clear()
+        self._snapshot = None
+        self._next_id = -1
+        logger.warning(
+            "neardup: the index at %s vanished (keys deleted, or nodes restarted without persistence); "
+            "it was created again, empty: pages checked before are forgotten",
+            self.where,
+        )
+
+    def _listpack_limits(self) -> tuple[int, int]:
+        """Shard load and bucket value limit that keep shards listpacks (read from one primary)."""
+        entries, value = 128, 64
+        try:
+            node = self._client.get_primaries()[0]
+            config = self._client.config_get("hash-max-*", target_nodes=node)
+            entries = int(
+                config.get("hash-max-listpack-entries") or config.get("hash-max-ziplist-entries") or 128
+            )
+            value = int(config.get("hash-max-listpack-value") or config.get("hash-max-ziplist-value") or 64)
+        except Exception as exc:
+            logger.debug("neardup: CONFIG GET not available (%r); assuming Redis defaults", exc)
+        return max(4, int(entries * 0.3)), max(8, min(value, 1024))
+
+    def _begin(self, *, alloc: bool) -> None:
+        """Read the commit counter (the next lookup's snapshot) and, with ``alloc``, take a doc id."""
+        seq, doc, seconds, micros = self._eval("begin", self._base, [self._base, int(alloc)], "lookup")
+        self._snapshot = int(seq)
+        if int(doc) >= 0:
+            self._next_id = int(doc)
+        self._clock_offset = int(seconds) + int(micros) / 1e6 - time.time()
+
+    def close(self) -> None:
+        """Give back an unused doc id when nobody took one since, and release the connections."""
+        if self._opened and self._next_id >= 0 and self._client is not None:
+            try:
+                self._client.execute_command(
+                    "EVALSHA", self._shas["release"], 1, f"{self._base}:m", self._base, self._next_id
+                )
+            except Exception:
+                logger.debug("neardup: could not give back doc id %d", self._next_id, exc_info=True)
+            self._next_id = -1
+        self._snapshot = None
+        super().close()
+
+    def __len__(self) -> int:
+        raw = self._call(lambda: self._client.hget(f"{self._base}:m", "count"), "len")
+        return int(raw or 0)
+
+    # -- the calls per page --------------------------------------------------------------------
+    def lookup(self, keys: U64Array) -> tuple[I64Array, object]:
+        """Committed candidates of ``keys`` and a :class:`ClusterToken`; records cached for :meth:`fetch`."""
+        if self._snapshot is None:
+            self._begin(alloc=False)
+        assert self._snapshot is not None
+        snapshot = self._snapshot
+        fields = bucket_fields(keys)
+        values = self._read_buckets(fields)
+        per_bucket = [np.frombuffer(v, dtype="<u4").astype(np.int64) for v in values]
+        found = np.unique(np.concatenate(per_bucket)) if per_bucket else np.empty(0, dtype=np.int64)
+        self._cache.clear()
+        live = self._load_records([int(d) for d in found], prefetch=self.prefetch)
+        seen = np.array(sorted(live), dtype=np.int64)
+        token = ClusterToken(snapshot, b"".join(fields), seen.astype("<u4").tobytes())
+        if len(seen):
+            self._last_doc = max(self._last_doc, int(seen[-1]))
+        if len(seen) > MAX_CANDIDATES:
+            pinned = pinned_keys(keys).tolist()
+            kept = [np.intersect1d(ids, seen) for ids in per_bucket]
+            ranked = rank_candidates(
+                np.concatenate([k for k, pin in zip(kept, pinned, strict=True) if pin] or [seen[:0]]),
+                np.concatenate([k for k, pin in zip(kept, pinned, strict=True) if not pin] or [seen[:0]]),
+            )
+            return np.intersect1d(seen, ranked), token
+        return seen, token
+
+    def lookup_or_insert(
+        self, keys: U64Array, provisional: Commit
+    ) -> tuple[I64Array, object, CommitResult | None]:
+        """:meth:`lookup`, then, with no committed candidate, :meth:`commit` of ``provisional``.
+
+        Not one atomic step as on one server, but with the same outcome: a commit that conflicts
+        (another page entered a looked-up bucket) looks up again.
+        """
+        for _ in range(8):
+            ids, token = self.lookup(keys)
+            if len(ids):
+                return ids, token, None
+            result = self.commit(replace(provisional, token=token))
+            if result is not None:
+                return np.empty(0, dtype=np.int64), None, result
+        ids, token = self.lookup(keys)
+        return ids, token, None
+
+    def fetch(self, ids: I64Array) -> DocBatch:
+        """Records of the committed pages among ``ids`` with their roots (cached by the lookup)."""
+        wanted = [int(i) for i in ids]
+        missing = [i for i in wanted if i not in self._cache]
+        if missing:
+            self._load_records(missing, prefetch=len(missing))
+        return self._batch([i for i in wanted if i in self._cache])
+
+    def commit(self, commit: Commit) -> CommitResult | None:
+        """Write the page's record and bucket entries, then commit it on ``{P}``; ``None`` on conflict."""
+        record = commit.record
+        skipped = commit.status == "skipped" or record is None
+        token = commit.token if isinstance(commit.token, ClusterToken) else None
+        doc, given = -1, -1
+        written = b""
+        if not skipped and record is not None:
+            if self._next_id < 0:
+                self._begin(alloc=True)
+            doc, given = self._next_id, record.parent if record.parent >= 0 else -1
+            self._next_id = -1  # taken: whatever happens, not used twice
+            fields = bucket_fields(commit.keys) if len(commit.keys) else []
+            written = b"".join(fields)
+            self._write(doc, pack_record(record), fields)
+        unions = b"".join(struct.pack("<ii", int(a), int(b)) for a, b in commit.unions)
+        self._seq += 1
+        args: list[Any] = [
+            self._base,
+            token.snapshot if token else (self._snapshot or 0),
+            written,
+            struct.pack("<ii", doc, given),
+            _bytes(commit.host),
+            _STATUS_CHAR["skipped" if skipped else commit.status],
+            _bytes(commit.canonical_host or ""),
+            int(commit.nbytes),
+            unions,
+            token.fields if token else b"",
+            self._client_id,
+            self._seq,
+            0,
+            token.seen if token else b"",
+            self.log_size,
+            1,
+        ]
+        if token is None and not skipped:
+            args[9] = written  # no lookup: any page entering these buckets since the snapshot conflicts
+        reply = self._eval("commit", self._base, args, "commit", deadline_at=12)
+        self._cache.clear()
+        self._snapshot = int(reply[2])
+        if int(reply[3]) >= 0:
+            if self._next_id >= 0:  # a replayed reply handed out a second id: give none back, use the new
+                self._orphans.append(self._next_id)
+            self._next_id = int(reply[3])
+        if int(reply[0]) == -2:
+            self.conflicts += 1
+            self._orphans.append(doc)
+            return None
+        return self._commit_result(reply)
+
+    # -- round trips -----------------------------------------------------------------------------
+    def _read_buckets(self, fields: list[bytes]) -> list[bytes]:
+        """The first ids of each bucket (``b""`` for none), one group script per group, pipelined."""
+        by_group: dict[int, list[int]] = {}
+        for k, field in enumerate(fields):
+            by_group.setdefault(field_group(field, self.groups), []).append(k)
+        sha = self._shas["group_read"]
+        order = sorted(by_group)
+
+        def read(pipe: Any) -> None:
+            for g in order:
+                base = self._group_bases[g]
+                self._script_in(pipe, sha, base, base, *(fields[k] for k in by_group[g]))
+
+        replies = self._pipeline(read, "lookup")
+        out: list[bytes] = [b""] * len(fields)
+        for g, reply in zip(order, replies, strict=True):
+            for k, value in zip(by_group[g], reply, strict=True):
+                out[k] = bytes(value)
+        return out
+
+    def _load_records(self, ids: list[int], *, prefetch: int) -> set[int]:
+        """Which of ``ids`` are committed with a record; caches up to ``prefetch`` of their records."""
+        if not ids:
+            return set()
+        first = ids[:prefetch]
+        prefix = self.prefix
+        sha = self._shas["status"]
+
+        def read(pipe: Any) -> None:
+            self._script_in(pipe, sha, self._base, self._base, *ids)
+            for doc in first:
+                pipe.get(f"{prefix}:d:{doc}")
+
+        replies = self._pipeline(read, "fetch")
+        roots = [int(r) for r in replies[0]]
+        live: set[int] = set()
+        later: list[int] = []
+        for k, doc in enumerate(ids):
+            if roots[k] < 0:
+                continue  # not committed (being written, or left by a writer that crashed or conflicted)
+            if k < len(first):
+                rec = replies[1 + k]
+                if rec:
+                    self._cache[doc] = (bytes(rec), roots[k])
+                    live.add(doc)
+            else:
+                later.append(doc)
+        if later:  # more candidates than prefetched: their records in one more round trip
+            recs = self._pipeline(lambda pipe: [pipe.get(f"{prefix}:d:{d}") for d in later], "fetch")
+            index = {d: k for k, d in enumerate(ids)}
+            for doc, rec in zip(later, recs, strict=True):
+                if rec:
+                    self._cache[doc] = (bytes(rec), roots[index[doc]])
+                    live.add(doc)
+        return live
+
+    def _write(self, doc: int, payload: bytes, fields: list[bytes]) -> None:
+        """The page's record and bucket entries (not committed yet), and drop records of conflicted ids."""
+        by_group: dict[int, list[bytes]] = {}
+        for field in fields:
+            by_group.setdefault(field_group(field, self.groups), []).append(field)
+        sha = self._shas["group_add"]
+        packed = struct.pack("<I", doc)
+        ttl = 0 if self.ttl is None or not math.isfinite(self.ttl) else max(1, math.ceil(self.ttl))
+        orphans = list(self._orphans)
+
+        def write(pipe: Any) -> None:
+            if ttl:
+                pipe.set(f"{self.prefix}:d:{doc}", payload, ex=ttl)
+            else:
+                pipe.set(f"{self.prefix}:d:{doc}", payload)
+            for g, group_fields in sorted(by_group.items()):
+                base = self._group_bases[g]
+                self._script_in(pipe, sha, base, base, self._load, self._maxval, packed, *group_fields)
+            for old in orphans:
+                pipe.delete(f"{self.prefix}:d:{old}")
+
+        self._pipeline(write, "write")
+        del self._orphans[: len(orphans)]
+
+    def _script_in(self, pipe: Any, sha: str, key_base: str, *args: Any) -> None:
+        """Queue script ``sha`` on the slot of ``key_base`` in a cluster pipeline.
+
+        The node is named (from the client's slot map): left to find the keys itself, redis-py's
+        cluster pipeline asks the server (``COMMAND GETKEYS``) once per script call. A stale map
+        gets ``MOVED``, and redis-py then sends the call again by itself, routed by its key.
+        """
+        key = f"{key_base}:m"
+        node = self._client.get_node_from_key(key)
+        pipe.execute_command("EVALSHA", sha, 1, key, *args, target_nodes=node)
+
+    def _eval(
+        self, name: str, key_base: str, args: Sequence[Any], what: str, *, deadline_at: int | None = None
+    ) -> Any:
+        """Run script ``name`` on the slot of ``key_base``; ``args[deadline_at]`` gets a fresh deadline."""
+        import redis
+
+        sha = self._shas[name]
+        key = f"{key_base}:m"
+
+        def attempt() -> Any:
+            argv = list(args)
+            if deadline_at is not None:
+                argv[deadline_at] = repr(self._deadline())
+            try:
+                return self._with_scripts(lambda: self._client.execute_command("EVALSHA", sha, 1, key, *argv))
+            except redis.ResponseError as exc:
+                if "NEARDUP_LATE" in str(exc):
+                    raise redis.TimeoutError("the commit reached Redis after the client's timeout") from exc
+                raise
+
+        return self._call(attempt, what)
+
+    def _pipeline(self, fill: Callable[[Any], Any], what: str) -> list[Any]:
+        """One cluster pipeline (its commands go to their nodes together), retried as a whole."""
+
+        def attempt() -> list[Any]:
+            def run() -> list[Any]:
+                pipe = self._client.pipeline()
+                fill(pipe)
+                return list(pipe.execute())
+
+            return self._with_scripts(run)
+
+        return self._call(attempt, what)
+
+    def _with_scripts(self, fn: Callable[[], T]) -> T:
+        """``fn()``; when a node lacks a script (restarted, promoted), load them everywhere and retry once."""
+        import redis
+
+        try:
+            return fn()
+        except redis.exceptions.NoScriptError:
+            self._load_scripts()
+            return fn()
+        except redis.ResponseError as exc:
+            if "NOSCRIPT" not in str(exc):
+                raise
+            self._load_scripts()
+            return fn()
+
+    # -- reports -------------------------------------------------------------------------------
+    def commit_order(self) -> list[int]:
+        """Doc ids of the commits still in the commit log, in commit order (for tests and tooling)."""
+        raw = self._call(lambda: self._client.lrange(f"{self._base}:log", 0, -1), "commit log")
+        return [struct.unpack_from("<II", bytes(e))[1] for e in raw]
+
+    def _mirror_tables(self, hosts: list[str]) -> list[Any]:
+        """The mirror hashes of ``hosts``, all on the serialisation slot: one script, one round trip."""
+        flat = self._eval(
+            "mirror_tables", self._base, [self._base, *(_bytes(h) for h in hosts)], "mirror evidence"
+        )
+        return [dict(zip(raw[::2], raw[1::2], strict=True)) for raw in flat]
+
+    def _page_table(self) -> tuple[I64Array, I64Array]:
+        """``(ids, parents)`` of every committed page, from the page table."""
+        total = int(self._call(lambda: self._client.hget(f"{self._base}:m", "next"), "clusters") or 0)
+        chunks: list[bytes] = []
+        step = 1 << 16
+        for first in range(0, total, step):
+            count = min(step, total - first)
+            raw = self._eval("table", self._base, [self._base, first, count], "clusters")
+            chunks.append(bytes(raw).ljust(8 * count, b"\0"))
+        table = (
+            np.frombuffer(b"".join(chunks), dtype="<u4").reshape(-1, 2) if chunks else np.zeros((0, 2), "<u4")
+        )
+        ids = np.flatnonzero(table[:, 0] > 0).astype(np.int64)
+        return ids, table[ids, 0].astype(np.int64) - 1
+
+    def clusters(self, max_clusters: int, max_members: int) -> tuple[dict[int, int], list[dict[str, Any]]]:
+        """Size histogram of all clusters and the largest ones, over the whole shared index."""
+        ids, parents = self._page_table()
+        if not len(ids):
+            return {}, []
+        heads = self._per_key("GETRANGE", [f"{self.prefix}:d:{d}" for d in ids.tolist()], (0, 15), "clusters")
+        keep = [k for k, h in enumerate(heads) if len(h) >= 16]  # expired records left out
+        unpacked = [_HEAD.unpack(bytes(heads[k])) for k in keep]
+        kept_ids = ids[keep]
+        roots = _roots(kept_ids, parents[keep])
+        return summarize_clusters(
+            roots,
+            ids=kept_ids,
+            status=np.array([u[1] for u in unpacked], dtype=np.uint8),
+            similarity=np.array([u[3] for u in unpacked], dtype=np.float32),
+            hamming=np.array([u[2] for u in unpacked], dtype=np.int16),
+            max_clusters=max_clusters,
+            max_members=max_members,
+            describe=self._describe,
+        )
+
+    def _describe(self, ids: Sequence[int]) -> list[tuple[str, str]]:
+        out: list[tuple[str, str]] = []
+        for rec in self._per_key("GET", [f"{self.prefix}:d:{d}" for d in ids], (), "clusters"):
+            if not rec:
+                out.append(("", ""))
+                continue
+            host, _, _, url = self._unpack_tail(bytes(rec), -1)
+            out.append((url, host))
+        return out
+
+    def _per_key(self, command: str, keys: list[Any], args: tuple[Any, ...], what: str) -> list[Any]:
+        """``command key *args`` for every key, in pipelines of 1000."""
+        out: list[Any] = []
+        for start in range(0, len(keys), 1000):
+            part = keys[start : start + 1000]
+
+            def fill(pipe: Any, part: list[Any] = part) -> None:
+                for key in part:
+                    pipe.execute_command(command, key, *args)
+
+            out += self._pipeline(fill, what)
+        return out
+
+    def memory_bytes(self) -> int:
+        """Approximate bytes held by this index over the cluster (sampled ``MEMORY USAGE``)."""
+        client = self._client
+
+        def measure() -> int:
+            pages = int(client.hget(f"{self._base}:m", "count") or 0)
+            top = int(client.hget(f"{self._base}:m", "next") or 0)
+            metas = self._pipeline(
+                lambda pipe: [pipe.hmget(f"{b}:m", "L", "p") for b in self._group_bases], "memory usage"
+            )
+            shard_keys = []
+            for base, (level, split) in zip(self._group_bases, metas, strict=True):
+                count = (1 << int(level or 0)) + int(split or 0)
+                shard_keys += [f"{base}:s:{n}" for n in range(count)]
+            sample_docs = [f"{self.prefix}:d:{i}" for i in range(0, top, max(1, top // 200))][:200]
+            sample_shards = shard_keys[:: max(1, len(shard_keys) // 200)][:200]
+            fixed = [f"{self._base}:{name}" for name in ("log", "hc", "hk", "hv", "m")]
+            fixed += [f"{self._base}:t:{chunk}" for chunk in range((top >> 20) + 1)]
+            sizes: list[int] = self._pipeline(
+                lambda pipe: [pipe.memory_usage(k, samples=0) for k in sample_docs + sample_shards + fixed],
+                "memory usage",
+            )
+            sizes = [int(size or 0) for size in sizes]
+            docs = sizes[: len(sample_docs)]
+            shards = sizes[len(sample_docs) : len(sample_docs) + len(sample_shards)]
+            total = sum(sizes[len(sample_docs) + len(sample_shards) :])
+            live_docs = [s for s in docs if s]
+            if live_docs:
+                total += int(sum(live_docs) / len(live_docs) * pages)
+            if shards:
+                total += int(sum(shards) / len(shards) * len(shard_keys))
+            return int(total)
+
+        return self._call(measure, "memory usage")
+
+    def wipe(self) -> int:
+        """Delete every key of this index on every primary (for tests and tooling). Returns keys deleted."""
+        client = self._client
+
+        def delete() -> int:
+            keys = [
+                key
+                for pattern in (f"{self.prefix}:d:*", f"{{{self.prefix}}}:*", f"{{{self.prefix}:g*")
+                for key in client.scan_iter(match=pattern, count=1000)
+            ]
+            return sum(int(n) for n in self._per_key("DEL", keys, (), "wipe"))
+
+        deleted = int(self._call(delete, "wipe"))
+        self._snapshot = None
+        self._next_id = -1
+        return deleted
+
+
+__all__ = ["DEFAULT_CLUSTER_URL", "ClusterToken", "RedisClusterStorage"]
