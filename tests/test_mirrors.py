@@ -216,3 +216,35 @@ def test_evidence_is_the_same_in_every_order() -> None:
         ev = det.storage.mirror_evidence()
         seen.append((ev.documents, ev.duplicated, ev.shared))
     assert seen[0] == seen[1] == seen[2]
+
+
+def test_a_confirmed_mirror_stays_while_its_own_pages_arrive_and_goes_when_copies_are_few() -> None:
+    """A mirror named on 5 copies of 9 documents (56%) is not withdrawn when 5 pages of its own
+    come next (5 of 14, 36%: a crawl reached its copies first), but is when its copies fall to
+    5 of 25 (20%, under half of ``mirror_share``)."""
+    pages = _site_pages(4)
+    origin = [p for p in pages if "127.0.0.1" in p[0]]
+    copies = [p for p in pages if "127.0.0.2" in p[0]][:5]
+    rng = random.Random(9)
+    vocab = ["".join(rng.choice("qrstuvwxyz") for _ in range(rng.randint(3, 9))) for _ in range(2000)]
+
+    def own(i: int) -> tuple[str, str]:
+        words = " ".join(rng.choice(vocab) for _ in range(250))
+        return (
+            f"http://127.0.0.2/own/{i}",
+            f"<html><body><main><h1>Own page {i}</h1><p>{words}</p></main></body></html>",
+        )
+
+    det = NearDupDetector()
+    for url, html in [*origin, *copies, *(own(i) for i in range(4))]:
+        det.check(url, html)
+    det.report()
+    assert det.mirror_of("127.0.0.2") == "127.0.0.1"
+    for i in range(4, 9):
+        det.check(*own(i))
+    det.report()
+    assert det.mirror_of("127.0.0.2") == "127.0.0.1"
+    for i in range(9, 20):
+        det.check(*own(i))
+    det.report()
+    assert det.mirror_of("127.0.0.2") is None

@@ -34,7 +34,7 @@ import numpy as np
 from .analysis import PageAnalysis, PageAnalyzer
 from .hosts import host_of
 from .minhash import estimate_jaccard
-from .mirrors import MirrorPair, mirror_pairs, undecided_pairs
+from .mirrors import MirrorPair, copies, copies_most, mirror_pairs, undecided_pairs
 from .native.sketch import heads_agree
 from .params import DetectorParams, describe_banding
 from .repeats import RepeatCache
@@ -57,6 +57,8 @@ from .verify import PairRule
 logger = logging.getLogger(__name__)
 
 _MAX_COMMIT_ATTEMPTS = 20
+#: A confirmed mirror pair stays while it passes at this share of ``mirror_share`` (hysteresis).
+_MIRROR_KEEP = 0.5
 _EXCERPT_CHARS = 2000  # per side of a report example
 _CACHED_CHARS = 8000  # per cached text, so the window can move to where two texts differ
 _MAX_EXAMPLES = 50
@@ -418,7 +420,9 @@ class NearDupDetector:
     ) -> Verdict:
         self.counts["pages"] += 1
         self.counts[match.status] += 1
-        if match.status != "unique":
+        if match.status != "unique" or host in self._mirrors:
+            # a duplicate is new evidence; so is a page of its own on a host named a mirror (the
+            # share of its documents that are copies falls)
             self._evidence_changed = True
         self._refresh_mirrors()
         if match.status == "near" and len(self._examples) < _MAX_EXAMPLES and match.root in self._excerpts:
@@ -476,8 +480,11 @@ class NearDupDetector:
     def _refresh_mirrors(self, force: bool = False) -> None:
         """Name mirror hosts from the store's evidence (see ``_MIRROR_REFRESH_MAX``).
 
-        A pair once confirmed stays while it would still pass at 80% of ``mirror_share`` and
-        no evidence reverses its direction, so a mirror does not flip back and forth.
+        A pair once confirmed stays while the two still share ``mirror_min_pages`` documents,
+        the mirror's copies are at least half of ``mirror_share`` of its documents and no
+        evidence reverses the direction: a mirror is named on a majority of its documents, and
+        the pages of its own that a crawl happens to reach before the rest of its copies do not
+        withdraw it; a host whose copies fall to a small share of what it serves is withdrawn.
         """
         pages = self.counts["pages"]
         interval = min(_MIRROR_REFRESH_MAX, max(1, pages // 50))
@@ -487,12 +494,18 @@ class NearDupDetector:
         self._evidence_changed = False
         min_pages, share = self.params.mirror_min_pages, self.params.mirror_share
         ev = self.storage.mirror_evidence()
-        pairs = {(p.host, p.mirror_of): p for p in mirror_pairs(ev, min_pages, share)}
-        kept = {(p.host, p.mirror_of): p for p in mirror_pairs(ev, min_pages, 0.8 * share)}
-        confirmed = set(pairs) | {pair for pair in self._confirmed if pair in kept}
+        strength = {(p.host, p.mirror_of): p.pages for p in mirror_pairs(ev, min_pages, share)}
+        for host, origin in self._confirmed - set(strength):
+            shared = ev.shared.get(host, {}).get(origin, 0)
+            if (
+                shared >= min_pages
+                and copies_most(ev, host, min_pages, _MIRROR_KEEP * share)
+                and copies(ev, host, origin, min_pages, share) is not False
+            ):
+                strength[(host, origin)] = shared
+        confirmed = set(strength)
         for host, origin in sorted(confirmed - self._confirmed):
-            shared = kept[(host, origin)].pages
-            logger.info("neardup: %s mirrors %s (%d pages in common)", host, origin, shared)
+            logger.info("neardup: %s mirrors %s (%d pages in common)", host, origin, strength[(host, origin)])
         for host, origin in sorted(self._confirmed - confirmed):
             logger.info("neardup: %s no longer looks like a mirror of %s", host, origin)
         for pair in undecided_pairs(ev, min_pages, share):
@@ -504,7 +517,7 @@ class NearDupDetector:
         self._confirmed = confirmed
         strongest: dict[str, tuple[int, str]] = {}
         for host, origin in confirmed:
-            n = kept[(host, origin)].pages
+            n = strength[(host, origin)]
             if host not in strongest or (n, origin) > strongest[host]:
                 strongest[host] = (n, origin)
         mirrors = {host: origin for host, (_, origin) in strongest.items()}
