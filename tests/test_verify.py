@@ -184,7 +184,7 @@ def test_resource_keys_send_views_to_their_base_only() -> None:
     base_lookup, base_insert = resource_keys("http://h/p", 1)
     view_lookup, view_insert = resource_keys("http://h/p?a=1", 1)
     other_lookup, other_insert = resource_keys("http://h/p?a=2", 1)
-    assert view_lookup == other_lookup == base_insert
+    assert view_lookup == other_lookup == base_insert == resource_keys("http://h/p#part", 1)[0]
     assert base_lookup == view_insert == other_insert
     assert view_lookup != view_insert
     assert base_lookup & 0xFFFFFFFFFFFF != base_insert & 0xFFFFFFFFFFFF  # stores keep the low 48 bits

@@ -109,8 +109,8 @@ def resource_of(url: str) -> str:
 def resource_keys(url: str, seed: int) -> tuple[np.uint64, np.uint64]:
     """``(lookup, insert)`` keys of a url's resource (:func:`resource_of`).
 
-    A base (no query) is inserted under the base table and looks up the views; a view is
-    inserted under the view table and looks up its base. A lookup of a view finds one page
+    A base (no query or fragment) is inserted under the base table and looks up the views; a
+    view is inserted under the view table and looks up its base. A lookup of a view finds one page
     (its base) however many views an address has (``viewtopic.php?t=...``), and a base and
     its views meet in whichever order they come.
     """
@@ -118,7 +118,7 @@ def resource_keys(url: str, seed: int) -> tuple[np.uint64, np.uint64]:
     # salted apart, so the two tables differ in every bit (stores may keep only the low ones)
     base = np.uint64((string_hash(resource, seed ^ _BASE_SALT) & _LOW56) | (RESOURCE_BASE_TABLE << 56))
     view = np.uint64((string_hash(resource, seed ^ _VIEW_SALT) & _LOW56) | (RESOURCE_VIEW_TABLE << 56))
-    return (base, view) if "?" in url else (view, base)
+    return (base, view) if resource != url else (view, base)
 
 
 def host_salt(host: str, seed: int) -> int:

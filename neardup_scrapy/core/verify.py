@@ -116,13 +116,11 @@ class PairRule:
         *,
         profiles: tuple[bytes, bytes],
         urls: tuple[str, str],
-        tokens: tuple[int, int] | None = None,
     ) -> str | None:
         """Why page A is a near-duplicate of page B (a short reason), or ``None`` when it is not.
 
-        ``profiles``, ``urls`` and ``tokens`` (token counts; default: read from the profiles)
-        are those of A and B; ``similarity`` their estimated Jaccard, ``hamming`` their SimHash
-        distance.
+        ``profiles`` and ``urls`` are those of A and B; ``similarity`` their estimated Jaccard,
+        ``hamming`` their SimHash distance.
         """
         profile_a, profile_b = profiles
         url_a, url_b = urls
@@ -148,14 +146,9 @@ class PairRule:
             revised = count <= MAX_REVISED_REGIONS and changed <= MAX_REVISED_SHARE
             if revised and not other_release(url_a, url_b):
                 return f"J~{similarity:.2f}: a revised copy ({count} rewritten passage(s))"
-        if not simhash_mode and url_a != url_b and resource_of(url_a) == resource_of(url_b):
-            if tokens is None:
-                tokens = (
-                    (profile_tokens(profile_a), profile_tokens(profile_b))
-                    if profile_a and profile_b
-                    else (0, 0)
-                )
-            held = self.containment(similarity, *tokens)
+        same_address = url_a != url_b and resource_of(url_a) == resource_of(url_b)
+        if not simhash_mode and same_address and profile_a and profile_b:
+            held = self.containment(similarity, profile_tokens(profile_a), profile_tokens(profile_b))
             if held >= self.threshold:
                 return (
                     f"J~{similarity:.2f}: another view of the same address ({held:.0%} of the shorter text)"
