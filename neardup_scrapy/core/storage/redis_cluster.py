@@ -73,10 +73,8 @@ from .base import (
     CommitResult,
     DocBatch,
     I64Array,
-    ParameterMismatchError,
     StorageError,
     U64Array,
-    compare_parameters,
     pinned_keys,
     rank_candidates,
 )
@@ -88,7 +86,6 @@ from .redis_store import (
     RedisStorage,
     _bytes,
     _roots,
-    _text,
     bucket_fields,
     pack_record,
     safe_url,
@@ -498,12 +495,7 @@ class RedisClusterStorage(RedisStorage):
         stored_raw, limits = self._eval("init", self._base, self._init_args, "open")
         self._load, self._maxval, self.groups = (int(v) for v in limits)
         self._group_bases = ["{" + f"{self.prefix}:g{k}" + "}" for k in range(self.groups)]
-        if stored_raw:
-            pairs = zip(stored_raw[::2], stored_raw[1::2], strict=True)
-            stored = {_text(name): json.loads(_text(value)) for name, value in pairs}
-            differences = compare_parameters(stored, self._wanted)
-            if differences:
-                raise ParameterMismatchError(self.where, differences)
+        self._check_parameters(stored_raw)
 
     def _recreate_index(self) -> None:
         """The index vanished: create it again, empty (ids continue after the last one seen)."""

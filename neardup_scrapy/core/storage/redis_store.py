@@ -819,7 +819,10 @@ class RedisStorage:
 
     def _init_index(self) -> None:
         """Create the index, or check the parameters of the one already there."""
-        stored_raw = self._run("init", self._init_args, "open")
+        self._check_parameters(self._run("init", self._init_args, "open"))
+
+    def _check_parameters(self, stored_raw: Sequence[Any]) -> None:
+        """Refuse an index whose stored parameters (``HGETALL`` of ``params``) differ from ours."""
         if stored_raw:
             pairs = zip(stored_raw[::2], stored_raw[1::2], strict=True)
             stored = {_text(name): json.loads(_text(value)) for name, value in pairs}
