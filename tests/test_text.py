@@ -689,3 +689,107 @@ def test_a_bar_holding_only_the_title_heading_is_not_the_content_of_a_short_page
     text = html_to_text(doc)
     assert "Chapter number" not in text
     assert "Reltool Users Guide" in text and "release and script files" in text
+
+
+# ----------------------------------------------------------------------------------------------
+# the same content in another template gives the same text (benchmarks/bench_templates.py)
+
+
+def test_a_layout_named_note_inside_the_content_is_part_of_it_in_any_template() -> None:
+    """A DocBook "sidebar" note is prose inside the text: kept whether or not a <section> or
+    <main> of the template holds the content (only a link-dense one is navigation)."""
+    note = "<div class='sidebar'><p>TOOL The locale command lists the settings of every category.</p></div>"
+    body = f"<div class='chapter'><h1>Basic Configuration</h1><p>{prose(4)}</p>{note}<p>{prose(3, 'b')}</p>"
+    body += "</div>"
+    head = "<title>Basic Configuration</title>"
+    for wrapper in (
+        "{}",
+        "<main>{}</main>",
+        "<div id='x'>{}</div><div class='menu'><a href='/'>Home</a></div>",
+    ):
+        assert "locale command lists" in html_to_text(page(wrapper.format(body), head))
+    links = "".join(f"<a href='/p{i}'>Related page {i}</a> " for i in range(8))
+    doc = page(f"<main>{body.replace(note, f'<div class=sidebar>{links}</div>')}</main>", head)
+    assert "Related page" not in html_to_text(doc)
+
+
+def test_the_heading_in_a_page_header_names_the_page_and_stays_with_its_text() -> None:
+    """An article's <header> copied outside any <article>: the header is chrome by position,
+    but the <h1> in it names the page, so it is the heading and opens the text."""
+    doc = page(
+        "<div class='box'><header><h2>Local news from the valley towns</h2>"
+        "<h1>Drinking water contaminated</h1></header>"
+        "<p class='intro'>On Saturday the town warned its residents about the tap water.</p>"
+        f"<div class='body'><p>{prose(5)}</p></div></div>",
+        head="<title>Drinking water contaminated</title>",
+    )
+    extraction = T.extract(T.parse_plain(doc))
+    assert extraction.heading == "Drinking water contaminated"
+    assert "Drinking water contaminated On Saturday the town warned" in extraction.text
+    # a page header without the title heading (a site banner) is still chrome
+    doc = page(
+        "<header><h1>Example Site</h1><p>The site slogan of the house, in many words.</p></header>"
+        f"<div class='body'><h2>Drinking water contaminated</h2><p>{prose(5)}</p></div>",
+        head="<title>Drinking water contaminated</title>",
+    )
+    assert "site slogan" not in html_to_text(doc)
+
+
+def test_a_layout_word_on_a_heading_says_what_the_heading_is() -> None:
+    """``<h1 class="page-header">`` is the page's heading, not a page region."""
+    doc = page(
+        "<div id='page'><div class='left'><h1 class='page-header'>Sweden drops the case</h1>"
+        f"<p>{prose(4)}</p></div><div class='more'><p>{prose(6, 'other')}</p></div></div>",
+        head="<title>Sweden drops the case | News</title>",
+    )
+    extraction = T.extract(T.parse_plain(doc))
+    assert extraction.heading == "Sweden drops the case"
+    assert extraction.text.startswith("Sweden drops the case sentence 0")
+    assert "other sentence" not in extraction.text
+
+
+def test_navigation_by_markup_goes_however_much_of_the_container_it_fills() -> None:
+    """A mega menu in a <nav> inside <main>, longer than the article and with parts named
+    "content": mostly links, so navigation; an <aside> of prose goes while it holds less than
+    two thirds of the container; the text beside either stays."""
+    menu = "".join(f"<li><a href='/m{i}'>Menu entry number {i} of the site</a></li>" for i in range(40))
+    article = f"<h1>Plague case reported</h1><p>{prose(3)}</p>"
+    videos = "".join(f"<p>0{i}:45 Video title number {i} about another topic entirely</p>" for i in range(14))
+    aside = f"<aside class='sidebar'><div class='view-content'>{videos}</div></aside>"
+    for body, chrome in (
+        (f"<main><nav><ul class='mm-content'>{menu}</ul></nav><div>{article}</div></main>", "Menu entry"),
+        (f"<main><div>{article}</div>{aside}</main>", "Video title"),
+    ):
+        text = html_to_text(page(body, head="<title>Plague case reported</title>"))
+        assert chrome not in text and "sentence 2" in text
+
+
+def test_a_modal_dialog_is_not_the_text_and_a_skip_target_is() -> None:
+    """A privacy policy in a ``class="dialog"`` overlay is chrome; an element named as the
+    target of a skip link (``id="skip2"``) holds the content."""
+    policy = f"<div class='dialog' id='privacy'><div class='dialog__content'><p>{prose(8, 'policy')}</p>"
+    policy += "</div></div>"
+    doc = page(
+        f"<div class='main-content'><h1>Lemon trees</h1><p>{prose(4)}</p></div>{policy}",
+        head="<title>Lemon trees</title>",
+    )
+    text = html_to_text(doc)
+    assert "policy sentence" not in text and "sentence 3" in text
+    doc = page(
+        "<div class='overlay'><p>This site uses cookies to measure how it is used.</p></div>"
+        f"<div class='Wrapper'><div class='Main' id='Skip2'><p>{prose(5)}</p></div></div>",
+        head="<title>Emirates order</title>",
+    )
+    assert "sentence 4" in html_to_text(doc)
+
+
+def test_a_hiding_class_is_a_short_name_of_its_own() -> None:
+    """``hidden``, ``is-hidden``, ``visually-hidden`` hide an element; in a longer name the word
+    is about a part or a variant: a ``field--label-hidden`` field shows its text (only its
+    label is hidden), ``hidden-xs`` shows on all but the smallest screens."""
+    for cls in ("hidden", "is-hidden", "visually-hidden", "invisible"):
+        doc = page(f"<div><p>{prose(5)}</p><div class='{cls}'><p>{prose(2, 'secret')}</p></div></div>")
+        assert "secret sentence" not in html_to_text(doc), cls
+    for cls in ("field field--name-body field--label-hidden", "hidden-xs col-md-8"):
+        doc = page(f"<div><p>{prose(5)}</p><div class='{cls}'><p>{prose(2, 'field')}</p></div></div>")
+        assert "field sentence 1" in html_to_text(doc), cls

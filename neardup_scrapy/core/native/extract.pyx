@@ -22,18 +22,25 @@ and its ``<article>`` descendants. Everything after the walk is arithmetic over 
    lists, one-line blocks of mostly links (breadcrumbs, category lines) and the labels of blocks
    a script fills (ad slots, widgets), each removed only while
    it holds less than half of the container's text: a mislabelled wrapper cannot empty the
-   page, and an index page keeps its links.
+   page, and an index page keeps its links. Chrome by tag or role (``<nav>``, ``<aside>``...)
+   is the stronger signal: it goes while under two thirds of the container, and at any share
+   when it is mostly links. Inside the container a layout word names a part of the document
+   (a note, a header), chrome only when its block is mostly links: the container is the
+   content whatever template holds it.
 3. **Heading.** The page's first ``<h1>`` outside chrome is prepended when it sits outside the
    container; a page without ``<h1>`` gets its ``<title>`` (the first one outside ``<svg>``,
    also where a parser moved it into ``<body>``).
 
 Chrome words come in two strengths, each a general convention of page markup: *strong* words
-(share, comment, related, sponsor, cookie, newsletter...) mark chrome wherever they are;
+(share, comment, related, sponsor, cookie, newsletter, dialog...) mark chrome wherever they are;
 *layout* words (nav, sidebar, header, footer, toc, banner...) name page regions, so they mark
-chrome outside sectioning content (``main``/``article``/``section``) but document parts inside
-it (a DocBook "sidebar" note, an article's "header" with its title). A chrome name on an
-element whose largest content-marked descendant (``main``, ``article``, a "content" class)
-holds half its text is a layout wrapper, not chrome.
+chrome outside sectioning content (``main``/``article``/``section``) for the container choice,
+but document parts inside it and inside the chosen container (a DocBook "sidebar" note, an
+article's "header" with its title); on a heading a layout word says what the heading is. A
+chrome *name* on an element whose largest content-marked descendant (``main``, ``article``, a
+"content" class) holds half its text is a layout wrapper, not chrome; a chrome *tag or role*
+is what the element is, whatever its parts are named. A ``<header>`` outside sections is
+chrome by position, but the ``<h1>`` in it still names the page (heading and title heading).
 
 Every count and decision is linear in the size of the tree; a deadline is checked as the walk
 goes, so no page can hold a check for long.
@@ -97,6 +104,9 @@ cdef enum:
     F_LINK = 2048       # an <a href>
     F_ANC_STRONG = 4096 # itself or an ancestor strong chrome (not a layout region)
     F_SCRIPTED = 8192   # holds a <script> of its own (an ad slot or widget placeholder)
+    F_PAGE_HEADER = 16384  # a <header>/<footer> outside sectioning content (strong by position)
+    F_SEMANTIC = 32768  # chrome by HTML semantics (nav, aside, menu, dialog or an ARIA chrome role)
+    F_ANC_HARD = 65536  # itself or an ancestor excluded, page headers aside
 
 cdef enum:
     ALPHA_PCT = 70          # a child must hold this share of a node's mass for the descent
@@ -186,14 +196,18 @@ cdef inline uint16_t _tag_kind(const unsigned char *name) noexcept nogil:
 # Each list states the convention it stands for; a word matches whole, a "part" anywhere in a word
 # ("postcomments"). Class strings are split at non-letters and camelCase humps, lower-cased.
 #: Strong chrome: sharing, ads and sponsors, consent, comments, related links, sign-in, site search,
-#: pagination, skip links, screen-reader-only and CSS-hidden text, media captions and credits,
-#: bylines and author boxes.
+#: pagination, screen-reader-only and CSS-hidden text, media captions and credits,
+#: bylines and author boxes, modal dialogs.
 cdef tuple _STRONG_WORDS = (
-    b"ad", b"ads", b"share", b"skip", b"rss", b"login", b"promo", b"promos", b"modal", b"search",
+    b"ad", b"ads", b"share", b"rss", b"login", b"promo", b"promos", b"search",
+    # overlays opened on demand, named as the <dialog> element and role are
+    b"modal", b"dialog",
     b"sronly", b"offscreen", b"signin", b"signup", b"pager", b"breadcrumbs", b"breadcrumb", b"sr",
-    # the class names of CSS frameworks' hiding utilities (.hidden, .invisible, .visually-hidden)
-    b"hidden", b"invisible",
 )
+#: CSS frameworks' hiding utilities (.hidden, .is-hidden, .visually-hidden, .invisible): a class of
+#: its own, the last of at most two words. A longer name uses the word for a part or a variant:
+#: ``field--label-hidden`` is a field whose label is hidden, ``hidden-xs`` hides on phones only.
+cdef tuple _HIDING_WORDS = (b"hidden", b"invisible")
 cdef tuple _STRONG_PARTS = (
     b"breadcrumb", b"comment", b"sharing", b"social", b"related", b"recommend", b"advert",
     b"sponsor", b"cookie", b"consent", b"gdpr", b"newsletter", b"subscri", b"popup", b"toolbar",
@@ -319,7 +333,8 @@ cdef uint8_t _classify_words(const unsigned char *s, size_t n) noexcept:
     """Classify a class/id string: C_STRONG, C_LAYOUT, C_CONTENT or C_NONE, plus C_TITLED.
 
     Words are runs of ASCII letters, split at camelCase humps and lower-cased; the strongest
-    class any word has wins (strong chrome, then layout, then content).
+    class any word has wins (strong chrome, then layout, then content). A hiding word counts
+    only as its class name's last word of at most two (``_HIDING_WORDS``).
     """
     cdef unsigned char word[64]
     cdef size_t w = 0, i
@@ -328,13 +343,17 @@ cdef uint8_t _classify_words(const unsigned char *s, size_t n) noexcept:
     cdef uint8_t kind
     cdef bint letter, upper
     cdef bint strong = False, layout = False, content = False, titled = False
+    cdef bint hiding_last = False
+    cdef int words_in_name = 0
     for i in range(n + 1):
         c = s[i] if i < n else 0
         upper = c >= 65 and c <= 90
         letter = upper or (c >= 97 and c <= 122)
         if (not letter or (upper and prev >= 97 and prev <= 122)) and w:
             # a word ends at a non-letter or before a camelCase hump
-            kind = _word_class(word, w, h)
+            words_in_name += 1
+            hiding_last = _word_in(word, w, _HIDING_WORDS)
+            kind = C_NONE if hiding_last else _word_class(word, w, h)
             if kind == C_STRONG:
                 strong = True
             elif kind == C_LAYOUT:
@@ -345,6 +364,12 @@ cdef uint8_t _classify_words(const unsigned char *s, size_t n) noexcept:
                 titled = True
             w = 0
             h = 0xCBF29CE484222325ULL
+        if c == 0 or c == 32 or c == 9 or c == 10 or c == 13:
+            # a class name ends: a hiding utility is a short name ending in the hiding word
+            if hiding_last and words_in_name <= 2:
+                strong = True
+            hiding_last = False
+            words_in_name = 0
         if letter and w < 64:
             word[w] = c + 32 if upper else c
             h = (h ^ word[w]) * 0x100000001B3ULL
@@ -684,15 +709,17 @@ cdef class Extractor:
                             inherited |= F_IN_ARTICLE
                     flags = inherited
                     if kind & K_SEMCHROME or role_chrome:
-                        flags |= F_STRONG
+                        flags |= F_STRONG | F_SEMANTIC
                     elif kind & K_HF:
                         if not (inherited & F_IN_SECTION):
-                            flags |= F_STRONG
+                            flags |= F_STRONG | F_PAGE_HEADER
                     elif ncls or nid:
                         klass = _classify(cls, ncls, ident, nid)
                         if klass & 7 == C_STRONG:
                             flags |= F_STRONG
-                        elif klass & 7 == C_LAYOUT:
+                        elif klass & 7 == C_LAYOUT and not (kind & (K_H1 | K_H23)):
+                            # a layout word on a heading says what the heading is (a "page-header"
+                            # is the page's heading): the tag makes it content, not a page region
                             flags |= F_LAYOUT
                         elif klass & 7 == C_CONTENT:
                             flags |= F_CONTENT
@@ -748,7 +775,8 @@ cdef class Extractor:
         e.end = self.n_elems
         if flags & (F_SEM_MAIN | F_SEM_ARTICLE | F_CONTENT) and e.text > e.marked:
             e.marked = e.text
-        if flags & (F_STRONG | F_LAYOUT) and e.text > 0 and <int64_t>e.marked * 2 >= e.text:
+        if flags & (F_STRONG | F_LAYOUT) and not (flags & F_SEMANTIC) and e.text > 0 and <int64_t>e.marked * 2 >= e.text:
+            # a class name can be a wrapper's; an element's tag or role says what it is
             flags |= F_OVERRIDE
         if (flags & F_STRONG or (flags & F_LAYOUT and not (flags & F_IN_SECTION))) and not (flags & F_OVERRIDE):
             flags |= F_EXCLUDED
@@ -788,7 +816,9 @@ cdef class Extractor:
             return -1
         for i in range(self.n_elems):
             e = &self.elems[i]
-            if not (e.kind & (K_H1 | K_H23) or e.flags & F_TITLED) or e.flags & F_ANC_EXCL:
+            # a <header> outside sections is chrome by position, but the heading it holds may
+            # name the page (a copied article's header outside its <article>)
+            if not (e.kind & (K_H1 | K_H23) or e.flags & F_TITLED) or e.flags & F_ANC_HARD:
                 continue
             words = _words(self.buf.data + e.tstart, e.tend - e.tstart)
             if not words:
@@ -943,12 +973,23 @@ cdef class Extractor:
         while j < top.end:
             e = &elems[j]
             drop = False
-            if <int64_t>e.text * 2 < total and not (e.flags & F_OVERRIDE):
-                if e.flags & F_STRONG:
+            if (
+                e.flags & F_SEMANTIC
+                and (<int64_t>e.link * 100 >= DENSE_PCT * e.text or <int64_t>e.text * 3 < 2 * total)
+                and total - e.text >= LINE_CHARS
+                and not self._holds_anchor(j)
+            ):
+                # chrome by markup (<nav>, <aside>, role="navigation"...) is a stronger signal than
+                # a class name: it goes while it holds less than two thirds of the container (a
+                # class name: half), and, when it is mostly links, however much it holds and
+                # whatever its parts are named (two signals agree); the text beside it (at least
+                # a line) is what the page says
+                drop = True
+            elif <int64_t>e.text * 2 < total and not (e.flags & F_OVERRIDE):
+                if e.flags & F_STRONG and not (e.flags & F_PAGE_HEADER and self._holds_anchor(j)):
+                    # a page header holding the title heading is the document's header
                     drop = True
-                elif e.flags & F_LAYOUT and (
-                    not (e.flags & F_IN_SECTION) or <int64_t>e.link * 100 >= LAYOUT_DENSE_PCT * e.text
-                ):
+                elif e.flags & F_LAYOUT and <int64_t>e.link * 100 >= LAYOUT_DENSE_PCT * e.text:
                     drop = True
                 elif (
                     not (e.kind & K_INLINE)
@@ -1045,7 +1086,12 @@ cdef class Extractor:
             e = &self.elems[i]
             if e.flags & F_EXCLUDED or (e.parent >= 0 and self.elems[e.parent].flags & F_ANC_EXCL):
                 e.flags |= F_ANC_EXCL
-            if (e.flags & F_STRONG and not (e.flags & F_OVERRIDE)) or (
+            if (e.flags & F_EXCLUDED and not (e.flags & F_PAGE_HEADER)) or (
+                e.parent >= 0 and self.elems[e.parent].flags & F_ANC_HARD
+            ):
+                e.flags |= F_ANC_HARD
+            # a page header is chrome for the text, but the <h1> it holds is the page's name
+            if (e.flags & F_STRONG and not (e.flags & (F_OVERRIDE | F_PAGE_HEADER))) or (
                 e.parent >= 0 and self.elems[e.parent].flags & F_ANC_STRONG
             ):
                 e.flags |= F_ANC_STRONG
@@ -1062,7 +1108,7 @@ cdef class Extractor:
             if self.container <= i < self.elems[self.container].end:
                 h1 = -2  # inside: nothing to add
                 break
-            if e.flags & F_ANC_EXCL:
+            if e.flags & F_ANC_EXCL and i not in self.anchors:
                 continue
             h1 = i
             break
