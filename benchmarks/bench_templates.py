@@ -248,16 +248,23 @@ def measure(contents: list[dict[str, Any]], templates: list[dict[str, Any]]) -> 
 
 
 def sample(
-    sets: tuple[Path, Path], contents: int, templates: int, seed: int, min_words: int, regions: Path | None
+    sets: tuple[Path, Path],
+    contents: int,
+    templates: int,
+    seed: int,
+    min_words: int,
+    regions: Path | None,
+    template_set: str | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
-    """Seeded contents and templates (one page per site) among the pages with a located region."""
+    """Seeded contents and templates (one page per site, of ``template_set`` only when given)
+    among the pages with a located region."""
     pages = load(sets[0], 2) + load(sets[1], 20)  # eval-dev has hundreds of sites, eval-docs ten
     ready = prepare(pages, min_words, regions)
     rng = random.Random(seed)
     by_host: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for page in ready:
         by_host[page["host"]].append(page)
-    hosts = sorted(by_host)
+    hosts = sorted(h for h in by_host if template_set is None or by_host[h][0]["set"] == template_set)
     rng.shuffle(hosts)
     return (
         rng.sample(ready, min(contents, len(ready))),
@@ -273,6 +280,9 @@ def main() -> int:
     parser.add_argument("--min-words", type=int, default=40)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--regions", type=Path, help="JSON file of content regions to reuse (A/B runs)")
+    parser.add_argument(
+        "--templates-from", choices=("eval-dev", "eval-docs"), help="templates of one set only"
+    )
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
     if not SHARED.is_dir():
@@ -285,6 +295,7 @@ def main() -> int:
         args.seed,
         args.min_words,
         args.regions,
+        args.templates_from,
     )
     figures = measure(contents, templates)
     print(

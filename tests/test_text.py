@@ -793,3 +793,17 @@ def test_a_hiding_class_is_a_short_name_of_its_own() -> None:
     for cls in ("field field--name-body field--label-hidden", "hidden-xs col-md-8"):
         doc = page(f"<div><p>{prose(5)}</p><div class='{cls}'><p>{prose(2, 'field')}</p></div></div>")
         assert "field sentence 1" in html_to_text(doc), cls
+
+
+def test_a_menu_item_in_the_page_header_is_not_the_title_heading() -> None:
+    """A site header's menu item whose words are in the title ("Michigan" in "Michigan officials
+    report...") is not the page's heading: in a page header only an <h1> names the page."""
+    menu = "".join(f"<li><a href='/s{i}'>Section {i}</a></li>" for i in range(20))
+    doc = page(
+        f"<header><ul class='menu'><li><a href='/mi'><span class='title'>Michigan</span></a></li>{menu}</ul>"
+        f"</header><div class='story'><p>{prose(3)}</p></div>",
+        head="<title>Michigan officials report a sixth case - News</title>",
+    )
+    extraction = T.extract(T.parse_plain(doc))
+    assert "sentence 2" in extraction.text and "Section" not in extraction.text
+    assert extraction.heading != "Michigan"

@@ -107,6 +107,7 @@ cdef enum:
     F_PAGE_HEADER = 16384  # a <header>/<footer> outside sectioning content (strong by position)
     F_SEMANTIC = 32768  # chrome by HTML semantics (nav, aside, menu, dialog or an ARIA chrome role)
     F_ANC_HARD = 65536  # itself or an ancestor excluded, page headers aside
+    F_IN_PAGE_HEADER = 131072  # itself or an ancestor a page header
 
 cdef enum:
     ALPHA_PCT = 70          # a child must hold this share of a node's mass for the descent
@@ -820,6 +821,8 @@ cdef class Extractor:
             # name the page (a copied article's header outside its <article>)
             if not (e.kind & (K_H1 | K_H23) or e.flags & F_TITLED) or e.flags & F_ANC_HARD:
                 continue
+            if e.flags & F_IN_PAGE_HEADER and not (e.kind & K_H1):
+                continue  # a page header's menus and kickers are not the page's heading
             words = _words(self.buf.data + e.tstart, e.tend - e.tstart)
             if not words:
                 continue
@@ -1090,13 +1093,21 @@ cdef class Extractor:
                 e.parent >= 0 and self.elems[e.parent].flags & F_ANC_HARD
             ):
                 e.flags |= F_ANC_HARD
+            if e.flags & F_PAGE_HEADER or (e.parent >= 0 and self.elems[e.parent].flags & F_IN_PAGE_HEADER):
+                e.flags |= F_IN_PAGE_HEADER
             # a page header is chrome for the text, but the <h1> it holds is the page's name
             if (e.flags & F_STRONG and not (e.flags & (F_OVERRIDE | F_PAGE_HEADER))) or (
                 e.parent >= 0 and self.elems[e.parent].flags & F_ANC_STRONG
             ):
                 e.flags |= F_ANC_STRONG
-            # the page's identity heading may sit in a page-header region, not in strong chrome
-            if first_heading < 0 and (e.kind & K_H1 or e.flags & F_TITLED) and not (e.flags & F_ANC_STRONG) and e.text:
+            # the page's identity heading may sit in a page-header region, not in strong chrome;
+            # in a page header only an <h1> names the page (its menus have title-classed items)
+            if (
+                first_heading < 0
+                and (e.kind & K_H1 or (e.flags & F_TITLED and not (e.flags & F_IN_PAGE_HEADER)))
+                and not (e.flags & F_ANC_STRONG)
+                and e.text
+            ):
                 first_heading = i
         self.anchor = self._find_anchors()
         self.container = self._choose()
