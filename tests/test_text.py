@@ -807,3 +807,18 @@ def test_a_menu_item_in_the_page_header_is_not_the_title_heading() -> None:
     extraction = T.extract(T.parse_plain(doc))
     assert "sentence 2" in extraction.text and "Section" not in extraction.text
     assert extraction.heading != "Michigan"
+
+
+def test_a_main_left_inside_an_unclosed_header_is_still_the_main_content() -> None:
+    """HTML allows no <main> inside a header or aside: one found there was put there by the
+    parser (the page left them unclosed), so it is the content and its <h1> the heading."""
+    links = "".join(f"<li><a href='/s{i}'>Section {i}</a></li>" for i in range(30))
+    doc = page(
+        f"<header role='banner'><section role='complementary'><ul>{links}</ul>"
+        f"<main><h1>Reform backlog</h1><p>{prose(3)}</p></main>"
+        f"<div class='box'><p>{prose(6, 'box')}</p></div>",
+        head="<title>Reform backlog - News</title>",
+    )
+    extraction = T.extract(T.parse_plain(doc))
+    assert extraction.heading == "Reform backlog"
+    assert extraction.text.startswith("Reform backlog sentence 0") and "box sentence" not in extraction.text

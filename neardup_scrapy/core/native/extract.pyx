@@ -1053,6 +1053,7 @@ cdef class Extractor:
         cdef int status, i
         cdef Elem *e
         cdef int32_t h1 = -1, first_heading = -1
+        cdef uint32_t above
         self.n_elems = 0
         self.buf.len = self.out.len = self.heading.len = self.title.len = self.canonical.len = 0
         self.anchor = -1
@@ -1084,21 +1085,20 @@ cdef class Extractor:
             return status
         if self.n_elems == 0 or self.elems[0].text == 0:
             return EXTRACT_EMPTY
-        # ancestors' exclusion, top-down (a parent always precedes its children)
+        # ancestors' exclusion, top-down (a parent always precedes its children). HTML allows
+        # no <main> inside header, footer, nav or aside: one found there was put there by a
+        # parser recovering unclosed tags, so a <main> starts afresh, whatever holds it
         for i in range(self.n_elems):
             e = &self.elems[i]
-            if e.flags & F_EXCLUDED or (e.parent >= 0 and self.elems[e.parent].flags & F_ANC_EXCL):
+            above = self.elems[e.parent].flags if e.parent >= 0 and not (e.flags & F_SEM_MAIN) else 0
+            if e.flags & F_EXCLUDED or above & F_ANC_EXCL:
                 e.flags |= F_ANC_EXCL
-            if (e.flags & F_EXCLUDED and not (e.flags & F_PAGE_HEADER)) or (
-                e.parent >= 0 and self.elems[e.parent].flags & F_ANC_HARD
-            ):
+            if (e.flags & F_EXCLUDED and not (e.flags & F_PAGE_HEADER)) or above & F_ANC_HARD:
                 e.flags |= F_ANC_HARD
-            if e.flags & F_PAGE_HEADER or (e.parent >= 0 and self.elems[e.parent].flags & F_IN_PAGE_HEADER):
+            if e.flags & F_PAGE_HEADER or above & F_IN_PAGE_HEADER:
                 e.flags |= F_IN_PAGE_HEADER
             # a page header is chrome for the text, but the <h1> it holds is the page's name
-            if (e.flags & F_STRONG and not (e.flags & (F_OVERRIDE | F_PAGE_HEADER))) or (
-                e.parent >= 0 and self.elems[e.parent].flags & F_ANC_STRONG
-            ):
+            if (e.flags & F_STRONG and not (e.flags & (F_OVERRIDE | F_PAGE_HEADER))) or above & F_ANC_STRONG:
                 e.flags |= F_ANC_STRONG
             # the page's identity heading may sit in a page-header region, not in strong chrome;
             # in a page header only an <h1> names the page (its menus have title-classed items)
