@@ -7,7 +7,8 @@ characters inside links, characters outside chrome, the largest content-marked e
 and its ``<article>`` descendants. Everything after the walk is arithmetic over these arrays:
 
 1. **Container.** A ``<main>`` (or ``role="main"``) holding at least a fifth of the page's text
-   is the main content (HTML: "the dominant contents of the body"). Else a single dominant,
+   is the main content (HTML: "the dominant contents of the body"), also where a parser
+   recovering unclosed tags left it inside a header or aside. Else a single dominant,
    non-nested ``<article>`` that is not itself a list of articles. Else a descent from
    ``<body>`` (from the ``<main>`` when it holds half the page's *mass* though not a fifth of
    its characters: a short page in a long template): move into the child holding at least 70%
