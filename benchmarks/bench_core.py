@@ -234,6 +234,7 @@ def _synthetic_sketch(det: Any, sig: np.ndarray, fp: int, digest: bytes) -> Any:
     the same bucket keys (digest, band sums with the seeded multipliers, SimHash blocks; mixed,
     table in the top byte), so the index sees the real key distribution."""
     from neardup_scrapy.core.hashing import mix64
+    from neardup_scrapy.core.minhash import stored_form
     from neardup_scrapy.core.native.sketch import seeded_constants
     from neardup_scrapy.core.simhash import block_masks
     from neardup_scrapy.core.sketch import Sketch
@@ -259,7 +260,7 @@ def _synthetic_sketch(det: Any, sig: np.ndarray, fp: int, digest: bytes) -> Any:
         tokens=300,
         digest=digest,
         signature=sig,
-        stored=(sig & 0xFFFF).astype(np.uint16),
+        stored=stored_form(sig),
         simhash=fp,
         keys=keys,
         bands=bands,

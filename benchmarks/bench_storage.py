@@ -82,7 +82,7 @@ def synthetic(n: int, seed: int = 1) -> list[tuple[DocRecord, np.ndarray[Any, An
             host=host,
             digest=rng.bytes(16),
             simhash=int(rng.integers(0, 2**63)),
-            signature=rng.integers(0, 2**16, PARAMS.num_perm, dtype=np.uint16),
+            signature=rng.integers(0, 2**8, PARAMS.num_perm, dtype=np.uint8),
             parent=parent,
             status=status,
             similarity=0.9 if status == "near" else float("nan"),

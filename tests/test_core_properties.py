@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from neardup_scrapy.core import DetectorParams, NearDupDetector, PageAnalyzer
 from neardup_scrapy.core.hashing import mix64
-from neardup_scrapy.core.minhash import estimate_jaccard, low16
+from neardup_scrapy.core.minhash import estimate_jaccard, stored_form
 from neardup_scrapy.core.native.sketch import Sketcher
 from neardup_scrapy.core.native.tokens import Tokenizer
 from neardup_scrapy.core.params import choose_bands, lsh_collision_probability
@@ -133,7 +133,11 @@ def test_minhash_estimate_within_bound(pair: tuple[np.ndarray, np.ndarray]) -> N
     a, b = pair
     true_j = len(np.intersect1d(a, b)) / len(np.union1d(a, b))
     sketcher = _sketcher(seed=7)
-    est = float(estimate_jaccard(low16(_signature(sketcher, a)), low16(_signature(sketcher, b))[None, :])[0])
+    est = float(
+        estimate_jaccard(stored_form(_signature(sketcher, a)), stored_form(_signature(sketcher, b))[None, :])[
+            0
+        ]
+    )
     bound = 5 * np.sqrt(true_j * (1 - true_j) / 128) + 0.01
     assert abs(est - true_j) <= bound
 
@@ -148,7 +152,7 @@ def test_densified_signatures_of_small_sets(size: int, seed: int) -> None:
     assert (sig != np.uint32(0xFFFFFFFF)).all()
     assert len(set(sig.tolist())) <= size  # filled bins copy values of the set's own shingles
     assert _signature(sketcher, shingles[::-1]).tolist() == sig.tolist()
-    assert float(estimate_jaccard(low16(sig), low16(sig)[None, :])[0]) == 1.0
+    assert float(estimate_jaccard(stored_form(sig), stored_form(sig)[None, :])[0]) == 1.0
 
 
 def test_small_set_estimates_are_unbiased() -> None:
@@ -164,7 +168,9 @@ def test_small_set_estimates_are_unbiased() -> None:
         a, b = base[:size], np.concatenate([base[:shared], base[size:]])
         true_j = len(np.intersect1d(a, b)) / len(np.union1d(a, b))
         est = float(
-            estimate_jaccard(low16(_signature(sketcher, a)), low16(_signature(sketcher, b))[None, :])[0]
+            estimate_jaccard(
+                stored_form(_signature(sketcher, a)), stored_form(_signature(sketcher, b))[None, :]
+            )[0]
         )
         errors.append(est - true_j)
     assert abs(float(np.mean(errors))) < 0.01

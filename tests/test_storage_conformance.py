@@ -92,7 +92,7 @@ def record(
         host=url.split("/")[2],
         digest=rng.bytes(16),
         simhash=int(rng.integers(0, 2**63)) * 2 + 1,
-        signature=rng.integers(0, 2**16, NUM_PERM).astype(np.uint16),
+        signature=rng.integers(0, 2**8, NUM_PERM).astype(np.uint8),
         parent=parent,
         status=status,
         similarity=similarity,

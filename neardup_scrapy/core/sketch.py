@@ -15,12 +15,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .minhash import low16
+from .minhash import Stored, stored_form
 from .native.sketch import string_hash
 
 U64 = npt.NDArray[np.uint64]
 U32 = npt.NDArray[np.uint32]
-U16 = npt.NDArray[np.uint16]
 
 #: Table of the url keys (a page fetched again is found by its url).
 URL_TABLE = 255
@@ -52,7 +51,7 @@ class Sketch:
     tokens: int
     digest: bytes
     signature: U32
-    stored: U16
+    stored: Stored
     simhash: int
     keys: U64
     bands: int
@@ -82,7 +81,7 @@ class Sketch:
             tokens=int(page.tokens),
             digest=page.digest,
             signature=signature,
-            stored=low16(signature),
+            stored=stored_form(signature),
             simhash=int(page.simhash),
             keys=np.frombuffer(page.keys, dtype="<u8").astype(np.uint64, copy=False),
             bands=bands,

@@ -34,7 +34,7 @@ from neardup_scrapy.core.mirrors import MirrorEvidence
 
 U64Array = npt.NDArray[np.uint64]
 I64Array = npt.NDArray[np.int64]
-U16Array = npt.NDArray[np.uint16]
+U8Array = npt.NDArray[np.uint8]
 
 #: A lookup takes at most this many pages from each bucket: the first ones added to it. A
 #: cluster's representative and first members are among them, and verification compares a page
@@ -142,7 +142,7 @@ class DocRecord:
     host: str
     digest: bytes
     simhash: int
-    signature: U16Array
+    signature: U8Array
     parent: int
     status: str
     similarity: float
@@ -161,7 +161,7 @@ class DocBatch:
     """
 
     ids: I64Array
-    signatures: U16Array  # shape (n, num_perm)
+    signatures: U8Array  # shape (n, num_perm), stored form (minhash.STORED_DTYPE)
     simhashes: U64Array
     digests: list[bytes]
     roots: I64Array

@@ -1,6 +1,6 @@
 """In-memory store (the default): numpy columns, an LSM multimap for buckets, union-find parents.
 
-Per page it keeps: 2 * num_perm bytes of signature (256 at 128 permutations), 9 to 10 bytes
+Per page it keeps: num_perm bytes of signature (128 at 128 permutations), 9 to 10 bytes
 per bucket entry (one per MinHash band, SimHash table and url), the profile (about 100 to 140
 bytes: the edit sketch and heading words), 16 bytes of digest, 8 of SimHash, ~20 of bookkeeping
 and the url's bytes.
@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from neardup_scrapy.core.columns import BytesColumn, Column, StringColumn
+from neardup_scrapy.core.minhash import STORED_DTYPE
 from neardup_scrapy.core.mirrors import MirrorEvidence, MirrorLedger
 from neardup_scrapy.core.multimap import KeyMultimap
 
@@ -70,7 +71,7 @@ class MemoryStorage:
         """Remember the parameters (nothing is persisted, so nothing can mismatch)."""
         self._signature = dict(signature)
         self._num_perm = int(signature.get("num_perm", 128))
-        self._signatures = Column(np.uint16, self._num_perm)
+        self._signatures = Column(STORED_DTYPE, self._num_perm)
 
     def close(self) -> None:
         """Nothing to release."""

@@ -10,7 +10,8 @@ Key layout (``P`` is the prefix, one index per prefix; every value is packed bin
 * ``P:d:<id>`` (string, one per page): the packed record -- parent ``i32``, status ``u8``,
   Hamming ``i8``, similarity ``f16``, time added ``f64``, SimHash ``u64``, digest (16 bytes),
   the host (``u16`` length + UTF-8), the profile (``u16`` length + bytes), the signature
-  (``num_perm`` x ``u16``) and the url. About 450 bytes + host + url at 128 permutations. With
+  (``num_perm`` bytes: the stored form, :data:`~neardup_scrapy.core.minhash.STORED_DTYPE`) and
+  the url. About 320 bytes + host + url at 128 permutations. With
   a ``ttl`` it carries ``EXPIRE ttl``.
 * ``P:s:<n>`` (hash, "shard"): the LSH buckets. A bucket key becomes a 6-byte field (the top
   48 bits of a 64-bit mix of the key); its value is the bucket's doc ids as packed little-endian
@@ -84,6 +85,7 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 
 from neardup_scrapy.core.hashing import mix64
+from neardup_scrapy.core.minhash import STORED_DTYPE
 from neardup_scrapy.core.mirrors import MirrorEvidence
 
 from .base import (
@@ -667,7 +669,7 @@ def pack_record(record: DocRecord) -> bytes:
             host_bytes,
             len(profile).to_bytes(2, "little"),
             profile,
-            np.ascontiguousarray(record.signature, dtype="<u2").tobytes(),
+            np.ascontiguousarray(record.signature, dtype=STORED_DTYPE).tobytes(),
             record.url.encode("utf-8", "surrogatepass"),
         )
     )
@@ -685,12 +687,12 @@ def unpack_tail(rec: bytes, num_perm: int) -> tuple[str, bytes, bytes, str]:
     at = 42 + host_len
     profile_len = int.from_bytes(rec[at : at + 2], "little")
     sig_at = at + 2 + profile_len
-    if len(rec) < sig_at + 2 * num_perm:
-        raise ValueError(f"{len(rec)} bytes, expected at least {sig_at + 2 * num_perm}")
+    if len(rec) < sig_at + num_perm:
+        raise ValueError(f"{len(rec)} bytes, expected at least {sig_at + num_perm}")
     host = rec[42:at].decode("utf-8", "surrogatepass")
     profile = rec[at + 2 : sig_at]
-    signature = rec[sig_at : sig_at + 2 * num_perm]
-    url = rec[sig_at + 2 * num_perm :].decode("utf-8", "surrogatepass")
+    signature = rec[sig_at : sig_at + num_perm]
+    url = rec[sig_at + num_perm :].decode("utf-8", "surrogatepass")
     return host, profile, signature, url
 
 
@@ -1219,7 +1221,7 @@ class RedisStorage:
     def _batch(self, ids: list[int]) -> DocBatch:
         n = len(ids)
         num_perm = self._num_perm
-        signatures = np.zeros((n, num_perm), dtype=np.uint16)
+        signatures = np.zeros((n, num_perm), dtype=STORED_DTYPE)
         simhashes = np.zeros(n, dtype=np.uint64)
         added = np.zeros(n, dtype=np.float64)
         roots = np.zeros(n, dtype=np.int64)
@@ -1234,7 +1236,7 @@ class RedisStorage:
             _, status, _, _, added[row] = _HEAD.unpack_from(rec, 0)
             simhashes[row] = int.from_bytes(rec[16:24], "little")
             digests.append(rec[24:40])
-            signatures[row] = np.frombuffer(signature, dtype="<u2", count=num_perm)
+            signatures[row] = np.frombuffer(signature, dtype=STORED_DTYPE, count=num_perm)
             hosts.append(host)
             profiles.append(profile)
             urls.append(url)

@@ -4,7 +4,7 @@ Layout (one file, WAL journal):
 
 * ``meta(key, value)``: the index parameters as JSON (checked at every open) and the format.
 * ``docs(id INTEGER PRIMARY KEY, ...)``: one compact row per page -- the MinHash signature as a
-  BLOB of ``num_perm`` little-endian uint16 (256 bytes at 128 permutations), the 16-byte digest,
+  BLOB of ``num_perm`` bytes (128 at 128 permutations), the 16-byte digest,
   the SimHash as a signed 64-bit integer, parent, status, similarity, Hamming distance, time
   added, a host id, the url and the page's profile (edit sketch and heading words).
 * ``buckets(key, doc) WITHOUT ROWID``: one row per bucket entry; its primary key *is* the index
@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from neardup_scrapy.core.hashing import mix64
+from neardup_scrapy.core.minhash import STORED_DTYPE
 from neardup_scrapy.core.mirrors import MirrorEvidence, MirrorLedger
 
 from .base import (
@@ -449,14 +450,14 @@ class SQLiteStorage:
             raise StorageError(f"neardup index {self.path}: fetch failed: {exc}") from exc
         present = [i for i in id_list if i in rows]
         n = len(present)
-        signatures = np.zeros((n, self._num_perm), dtype=np.uint16)
+        signatures = np.zeros((n, self._num_perm), dtype=STORED_DTYPE)
         simhashes = np.zeros(n, dtype=np.uint64)
         added = np.zeros(n, dtype=np.float64)
         digests, urls, hosts, profiles, statuses = [], [], [], [], []
         for i, doc in enumerate(present):
             _, simhash, digest, signature, when, url, host, profile, status = rows[doc]
             if signature:
-                signatures[i] = np.frombuffer(signature, dtype="<u2")
+                signatures[i] = np.frombuffer(signature, dtype=STORED_DTYPE)
             simhashes[i] = int(simhash) & 0xFFFFFFFFFFFFFFFF
             added[i] = when
             digests.append(bytes(digest))
@@ -506,7 +507,7 @@ class SQLiteStorage:
                     float(record.added or time.time()),
                     _signed64(int(record.simhash)),
                     bytes(record.digest),
-                    np.ascontiguousarray(record.signature, dtype="<u2").tobytes(),
+                    np.ascontiguousarray(record.signature, dtype=STORED_DTYPE).tobytes(),
                     self._host_id(record.host),
                     _to_db(record.url),
                     bytes(record.profile),
