@@ -105,10 +105,10 @@ cdef enum:
     F_LINK = 2048       # an <a href>
     F_ANC_STRONG = 4096 # itself or an ancestor strong chrome (not a layout region)
     F_SCRIPTED = 8192   # holds a <script> of its own (an ad slot or widget placeholder)
-    F_PAGE_HEADER = 16384  # a <header>/<footer> outside sectioning content (strong by position)
+    F_PAGE_HF = 16384  # a <header> or <footer> outside sectioning content (chrome by position)
     F_SEMANTIC = 32768  # chrome by HTML semantics (nav, aside, menu, dialog or an ARIA chrome role)
-    F_ANC_HARD = 65536  # itself or an ancestor excluded, page headers aside
-    F_IN_PAGE_HEADER = 131072  # itself or an ancestor a page header
+    F_ANC_HARD = 65536  # itself or an ancestor excluded, page headers and footers aside
+    F_IN_PAGE_HF = 131072  # itself or an ancestor a page header or footer
 
 cdef enum:
     ALPHA_PCT = 70          # a child must hold this share of a node's mass for the descent
@@ -118,7 +118,7 @@ cdef enum:
     MAIN_MASS_PCT = 50      # ... or share of the page's mass (text outside chrome) a <main> holds
     LINK_WEIGHT_DIV = 5     # link text weighs 1/5 in the mass
     DENSE_PCT = 80          # a block this much link text is a link list
-    LAYOUT_DENSE_PCT = 50   # a layout-named block inside a section this much link text is chrome
+    LAYOUT_DENSE_PCT = 50   # a layout-named block in the container this much link text is chrome
     MIN_LIST_CHARS = 20
     LINE_CHARS = 100        # a block shorter than this is one line of text
     LINK_LINE_PCT = 50      # a one-line layout block this much link text is a navigation line
@@ -714,7 +714,7 @@ cdef class Extractor:
                         flags |= F_STRONG | F_SEMANTIC
                     elif kind & K_HF:
                         if not (inherited & F_IN_SECTION):
-                            flags |= F_STRONG | F_PAGE_HEADER
+                            flags |= F_STRONG | F_PAGE_HF
                     elif ncls or nid:
                         klass = _classify(cls, ncls, ident, nid)
                         if klass & 7 == C_STRONG:
@@ -822,7 +822,7 @@ cdef class Extractor:
             # name the page (a copied article's header outside its <article>)
             if not (e.kind & (K_H1 | K_H23) or e.flags & F_TITLED) or e.flags & F_ANC_HARD:
                 continue
-            if e.flags & F_IN_PAGE_HEADER and not (e.kind & K_H1):
+            if e.flags & F_IN_PAGE_HF and not (e.kind & K_H1):
                 continue  # a page header's menus and kickers are not the page's heading
             words = _words(self.buf.data + e.tstart, e.tend - e.tstart)
             if not words:
@@ -990,7 +990,7 @@ cdef class Extractor:
                 # a line) is what the page says
                 drop = True
             elif <int64_t>e.text * 2 < total and not (e.flags & F_OVERRIDE):
-                if e.flags & F_STRONG and not (e.flags & F_PAGE_HEADER and self._holds_anchor(j)):
+                if e.flags & F_STRONG and not (e.flags & F_PAGE_HF and self._holds_anchor(j)):
                     # a page header holding the title heading is the document's header
                     drop = True
                 elif e.flags & F_LAYOUT and <int64_t>e.link * 100 >= LAYOUT_DENSE_PCT * e.text:
@@ -1094,18 +1094,18 @@ cdef class Extractor:
             above = self.elems[e.parent].flags if e.parent >= 0 and not (e.flags & F_SEM_MAIN) else 0
             if e.flags & F_EXCLUDED or above & F_ANC_EXCL:
                 e.flags |= F_ANC_EXCL
-            if (e.flags & F_EXCLUDED and not (e.flags & F_PAGE_HEADER)) or above & F_ANC_HARD:
+            if (e.flags & F_EXCLUDED and not (e.flags & F_PAGE_HF)) or above & F_ANC_HARD:
                 e.flags |= F_ANC_HARD
-            if e.flags & F_PAGE_HEADER or above & F_IN_PAGE_HEADER:
-                e.flags |= F_IN_PAGE_HEADER
+            if e.flags & F_PAGE_HF or above & F_IN_PAGE_HF:
+                e.flags |= F_IN_PAGE_HF
             # a page header is chrome for the text, but the <h1> it holds is the page's name
-            if (e.flags & F_STRONG and not (e.flags & (F_OVERRIDE | F_PAGE_HEADER))) or above & F_ANC_STRONG:
+            if (e.flags & F_STRONG and not (e.flags & (F_OVERRIDE | F_PAGE_HF))) or above & F_ANC_STRONG:
                 e.flags |= F_ANC_STRONG
             # the page's identity heading may sit in a page-header region, not in strong chrome;
             # in a page header only an <h1> names the page (its menus have title-classed items)
             if (
                 first_heading < 0
-                and (e.kind & K_H1 or (e.flags & F_TITLED and not (e.flags & F_IN_PAGE_HEADER)))
+                and (e.kind & K_H1 or (e.flags & F_TITLED and not (e.flags & F_IN_PAGE_HF)))
                 and not (e.flags & F_ANC_STRONG)
                 and e.text
             ):
