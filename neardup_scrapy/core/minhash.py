@@ -22,8 +22,7 @@ Stored signatures keep only the low 8 bits of each value (b-bit MinHash, Li and 
 two unequal values collide there with probability ``c = 2**-8``, so a position agrees with
 probability ``p = J + (1 - J) c`` and, with ``f`` the share of equal stored values,
 ``J ~ (f - c) / (1 - c)`` is unbiased. Its standard error is ``sqrt(p (1 - p) / k) / (1 - c)``:
-0.0354 at ``J = 0.8``, ``k = 128`` (0.0353 with full values). One byte per permutation is
-half the index's signature memory of 16 bits (128 bytes a page at 128 permutations).
+0.0354 at ``J = 0.8``, ``k = 128`` (0.0353 with full values), for 128 bytes a page.
 """
 
 from __future__ import annotations

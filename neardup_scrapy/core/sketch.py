@@ -40,7 +40,7 @@ class Sketch:
         tokens: number of tokens.
         digest: 16-byte exact-duplicate digest of the token sequence.
         signature: MinHash values (uint32, ``num_perm``).
-        stored: the signature as stored (low 16 bits).
+        stored: the signature as stored (low 8 bits, :func:`.minhash.stored_form`).
         simhash: 64-bit SimHash.
         keys: all bucket keys: exact, bands, SimHash tables.
         bands: number of MinHash band keys in ``keys`` (after the exact key).

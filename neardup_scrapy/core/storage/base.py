@@ -1,7 +1,7 @@
 """The storage interface behind :class:`~neardup_scrapy.core.NearDupDetector`.
 
 A store keeps, for every indexed page, a compact record (url, host, 128-bit digest, 64-bit
-SimHash, a MinHash signature truncated to 16 bits per value, its cluster parent and the time it
+SimHash, a MinHash signature truncated to 8 bits per value, its cluster parent and the time it
 was added), the LSH buckets of both indexes, and per-host counters. The detector does all the
 hashing and all the decisions; a store only answers three calls per page:
 
@@ -30,11 +30,11 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from neardup_scrapy.core.minhash import Stored
 from neardup_scrapy.core.mirrors import MirrorEvidence
 
 U64Array = npt.NDArray[np.uint64]
 I64Array = npt.NDArray[np.int64]
-U8Array = npt.NDArray[np.uint8]
 
 #: A lookup takes at most this many pages from each bucket: the first ones added to it. A
 #: cluster's representative and first members are among them, and verification compares a page
@@ -127,7 +127,7 @@ class DocRecord:
         host: its host.
         digest: 16-byte xxh3-128 of the normalised main text.
         simhash: 64-bit SimHash of the shingles.
-        signature: MinHash values, low 16 bits each (b-bit MinHash, b=16).
+        signature: MinHash values in stored form, low 8 bits each (b-bit MinHash, b=8).
         parent: id of the cluster parent (the representative for a duplicate; ``-1`` for a new
             cluster, meaning "itself").
         status: ``"unique"``, ``"exact"`` or ``"near"``.
@@ -142,7 +142,7 @@ class DocRecord:
     host: str
     digest: bytes
     simhash: int
-    signature: U8Array
+    signature: Stored
     parent: int
     status: str
     similarity: float
@@ -161,7 +161,7 @@ class DocBatch:
     """
 
     ids: I64Array
-    signatures: U8Array  # shape (n, num_perm), stored form (minhash.STORED_DTYPE)
+    signatures: Stored  # shape (n, num_perm)
     simhashes: U64Array
     digests: list[bytes]
     roots: I64Array
