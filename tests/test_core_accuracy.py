@@ -121,13 +121,13 @@ def docs(eval_docs: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
 
 def test_eval_dev_quality(dev: dict[str, Any]) -> None:
     pairs = dev["both"]["source_pairs"]
-    assert pairs["f1"] >= 0.985, pairs  # measured 0.991 (target 0.975)
+    assert pairs["f1"] >= 0.985, pairs  # measured 0.993 (target 0.975)
     assert pairs["precision"] >= 0.99, pairs
 
 
 def test_eval_docs_quality(docs: dict[str, Any]) -> None:
     pairs = docs["both"]["source_pairs"]
-    assert pairs["f1"] >= 0.965, pairs  # measured 0.971 (target 0.90)
+    assert pairs["f1"] >= 0.965, pairs  # measured 0.975 (target 0.90)
     assert pairs["precision"] >= 0.98, pairs  # measured 0.987 (target 0.95)
 
 
@@ -140,12 +140,12 @@ def test_both_is_at_least_as_good_as_each_alone(dev: dict[str, Any]) -> None:
 def test_mirrors_and_copies_are_found(dev: dict[str, Any], docs: dict[str, Any]) -> None:
     """Floors: the 0.95 aim where it is met, else the measured value less about 0.03."""
     for metrics in (docs["both"],):
-        # measured 0.99 / 0.99 / 0.91: wiki copies of reference pages of a few words, to
-        # which the wiki's template adds more boilerplate than the page has text
-        for host, floor in (("codelib", 0.95), ("linuxdoc", 0.95), ("wiki", 0.88)):
-            assert kind_recall(metrics, f"template_mirror:{host}") >= floor, host
+        # measured 0.99 / 1.00 / 0.95: the wiki's misses are reference pages of a few words,
+        # to which the wiki's template adds more text than the page has
+        for host in ("codelib", "linuxdoc", "wiki"):
+            assert kind_recall(metrics, f"template_mirror:{host}") >= 0.95, host
         assert kind_recall(metrics, "exact_mirror") == 1.0
-        assert kind_recall(metrics, "variant:print") >= 0.95  # measured 0.99
+        assert kind_recall(metrics, "variant:print") >= 0.95  # measured 1.00
     metrics = dev["both"]
     assert kind_recall(metrics, "exact_mirror") >= 0.97
     assert kind_recall(metrics, "template_mirror:main") >= 0.95

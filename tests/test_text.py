@@ -822,3 +822,37 @@ def test_a_main_left_inside_an_unclosed_header_is_still_the_main_content() -> No
     extraction = T.extract(T.parse_plain(doc))
     assert extraction.heading == "Reform backlog"
     assert extraction.text.startswith("Reform backlog sentence 0") and "box sentence" not in extraction.text
+
+
+def test_a_page_framing_a_copied_document_gives_the_document_its_own_text() -> None:
+    """An archive or wiki page heads a copied document with its own label ("Site: Document")
+    above the document's heading: the document (from its own heading on) is the text, in the
+    frame as on its own page, whatever the frame adds beside it."""
+    document = "<h1>parse_config\u00b6</h1><p>Reads a configuration file and returns its settings.</p>"
+    framed = page(
+        "<div class='top'><a href='/'>Example Archive</a> <a href='/random'>Random page</a></div>"
+        "<div class='record'><h1>Project Docs: parse_config \u2014 Project Docs</h1>"
+        "<div class='note'>Saved by the Example Archive, a library of old web pages</div>"
+        f"<div class='copy'>{document}</div></div>",
+        head="<title>Project Docs: parse_config \u2014 Project Docs \u2014 Example Archive</title>",
+    )
+    own = page(f"<div class='doc'>{document}</div>", head="<title>parse_config \u2014 Project Docs</title>")
+    expected = "parse_config\u00b6 Reads a configuration file and returns its settings."
+    assert html_to_text(framed) == html_to_text(own) == expected
+    # a heading that is not the frame's label (it names something else) leaves the page as it was
+    other = framed.replace("<h1>parse_config\u00b6</h1>", "<h1>Settings reader</h1>")
+    assert "Saved by the Example Archive" in html_to_text(other)
+
+
+def test_a_container_with_a_heading_of_its_own_is_not_given_another() -> None:
+    """The page's name is prepended only to a container that lacks one: a site's name set as
+    an ``<h1>`` above a document with its own ``<h1>`` is the site's, not the document's."""
+    doc = page(
+        "<div class='brand'><h1>Example Site</h1></div>"
+        f"<div class='post'><h1>Drinking water contaminated</h1><p>{prose(5)}</p></div>",
+        head="<title>Drinking water contaminated - Example Site</title>",
+    )
+    assert html_to_text(doc).startswith("Drinking water contaminated sentence 0")
+    # ... and a container without one is still named by the page's heading
+    doc = doc.replace("<div class='post'><h1>Drinking water contaminated</h1>", "<div class='post'>")
+    assert " ".join(html_to_text(doc).split()).startswith("Example Site sentence 0")

@@ -39,6 +39,7 @@ cdef class Extractor:
     cdef ByteBuf canonical    # <link rel=canonical href>
     cdef int32_t anchor
     cdef list anchors
+    cdef int32_t frame  # a framing page's label of the document it holds (-1: none)
     cdef int32_t container
     cdef uint32_t *drops
     cdef int32_t cap_drops

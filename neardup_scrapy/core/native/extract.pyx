@@ -17,7 +17,9 @@ and its ``<article>`` descendants. Everything after the walk is arithmetic over 
    lays the page out and is descended), nor away from a heading among the node's children
    (a document of headed sections stays whole); when the page has a *title heading* (the
    heading that matches ``<title>``), only into the branch holding it and more than it, so a
-   page's heading stays with its text.
+   page's heading stays with its text. A page that frames a copied document (an archive, a
+   wiki) labels it with an ``<h1>`` holding the document's heading and more ("Site:
+   Document"): the later heading is the title heading, and the label weighs nothing.
 2. **Render.** The container's text without hidden and dropped elements (scripts, forms...),
    chrome (navigation, sharing, ads, comments... by tag, ARIA role or class/id words), link
    lists, one-line blocks of mostly links (breadcrumbs, category lines) and the labels of blocks
@@ -28,9 +30,9 @@ and its ``<article>`` descendants. Everything after the walk is arithmetic over 
    when it is mostly links. Inside the container a layout word names a part of the document
    (a note, a header), chrome only when its block is mostly links: the container is the
    content whatever template holds it.
-3. **Heading.** The page's first ``<h1>`` outside chrome is prepended when it sits outside the
-   container; a page without ``<h1>`` gets its ``<title>`` (the first one outside ``<svg>``,
-   also where a parser moved it into ``<body>``).
+3. **Heading.** A container without an ``<h1>`` of its own gets the page's first ``<h1>``
+   outside chrome prepended; a page without ``<h1>`` gets its ``<title>`` (the first one
+   outside ``<svg>``, also where a parser moved it into ``<body>``).
 
 Chrome words come in two strengths, each a general convention of page markup: *strong* words
 (share, comment, related, sponsor, cookie, newsletter, dialog...) mark chrome wherever they are;
@@ -806,14 +808,21 @@ cdef class Extractor:
         least 60% of their words are words of the title). An ``<h1>`` is the document's heading
         by HTML semantics, so it ranks before ``<h2>``/``<h3>``, which rank before title-classed
         elements; then most words in common. Every heading of the best rank is kept (a page may
-        repeat its title, e.g. in a bar for small screens) in ``self.anchors``; returns the first."""
+        repeat its title, e.g. in a bar for small screens) in ``self.anchors``; returns the first.
+        A framing page's label (module docstring) gives way to the document's heading and is
+        kept in ``self.frame``."""
         cdef set title_words = _words(self.title.data, self.title.len)
         cdef int32_t i
         cdef Elem *e
         cdef set words
         cdef Py_ssize_t hit
         cdef tuple rank, best_rank = (0, 0)
+        cdef list framed = []
+        cdef Py_ssize_t k
+        cdef int32_t outer, inner
+        cdef set inner_words
         self.anchors = []
+        self.frame = -1
         if not title_words:
             return -1
         for i in range(self.n_elems):
@@ -830,12 +839,27 @@ cdef class Extractor:
             hit = len(words & title_words)
             if hit * 5 < 3 * len(words):
                 continue
+            if e.kind & K_H1:
+                framed.append((i, words))
             rank = (3 if e.kind & K_H1 else 2 if e.kind & K_H23 else 1, hit)
             if rank > best_rank:
                 best_rank = rank
                 self.anchors = [i]
             elif rank == best_rank:
                 self.anchors.append(i)
+        # A page that frames a copied document (an archive, a wiki, an aggregator) heads it
+        # twice: its own <h1> is the document's heading with the frame's words added ("Site:
+        # Document"), and the document keeps its heading below. The later heading, whose words
+        # the earlier one holds and more, is the document's: its branch is the content.
+        for k in range(len(framed)):
+            outer, words = framed[k]
+            if outer not in self.anchors:
+                continue
+            for inner, inner_words in framed[k + 1 :]:
+                if inner >= self.elems[outer].end and inner_words < words:
+                    self.anchors = [inner]
+                    self.frame = outer
+                    return inner
         return self.anchors[0] if self.anchors else -1
 
     cdef bint _holds_anchor(self, int32_t i) noexcept:
@@ -918,6 +942,13 @@ cdef class Extractor:
             child = node + 1
             while child < end:
                 cm = _mass(&elems[child])
+                if self.frame >= 0 and child <= self.frame < elems[child].end and (
+                    elems[child].text - elems[self.frame].text < MIN_LIST_CHARS
+                ):
+                    # the frame's label of the document it holds is not part of the document
+                    m -= cm
+                    child = elems[child].end
+                    continue
                 if not (elems[child].flags & F_EXCLUDED) and cm > best_mass:
                     best, best_mass = child, cm
                 if elems[child].kind & (K_H1 | K_H23) and cm > 0:
@@ -1059,6 +1090,7 @@ cdef class Extractor:
         self.buf.len = self.out.len = self.heading.len = self.title.len = self.canonical.len = 0
         self.anchor = -1
         self.anchors = []
+        self.frame = -1
         self.container = -1
         if root == NULL:
             return EXTRACT_EMPTY
@@ -1112,14 +1144,16 @@ cdef class Extractor:
                 first_heading = i
         self.anchor = self._find_anchors()
         self.container = self._choose()
-        # the page heading: the first <h1> outside chrome, prepended when outside the container
-        for i in range(self.n_elems):
+        # the page heading: the first <h1> outside chrome, prepended when the container holds
+        # none (a container with a top-level heading of its own is already named)
+        for i in range(self.container, self.elems[self.container].end):
+            if self.elems[i].kind & K_H1 and self.elems[i].text:
+                h1 = -2
+                break
+        for i in range(self.n_elems if h1 == -1 else 0):
             e = &self.elems[i]
             if not (e.kind & K_H1) or not e.text:
                 continue
-            if self.container <= i < self.elems[self.container].end:
-                h1 = -2  # inside: nothing to add
-                break
             if e.flags & F_ANC_EXCL and i not in self.anchors:
                 continue
             h1 = i
@@ -1185,14 +1219,19 @@ cdef str _fold(str s):
 
 
 cdef set _words(const unsigned char *p, size_t n):
-    """Hashes of the words of UTF-8 text (runs of ASCII letters, digits, '_' and non-ASCII bytes),
+    """Hashes of the words of UTF-8 text (runs of ASCII letters, digits, '_' and non-ASCII letters),
     ASCII-lower-cased; for the title-heading match only."""
     cdef set out = set()
     cdef unsigned char word[128]
-    cdef size_t w = 0, i
+    cdef size_t w = 0, i = 0, skip
     cdef unsigned char c
-    for i in range(n + 1):
+    while i <= n:
         c = p[i] if i < n else 32
+        skip = _punctuation_len(p + i, n - i) if c >= 0x80 else 0
+        if skip:
+            i += skip - 1  # Unicode punctuation and symbols end a word, as ASCII ones do
+            c = 32
+        i += 1
         if c >= 0x80 or (c >= 48 and c <= 57) or (c >= 97 and c <= 122) or c == 95 or (c >= 65 and c <= 90):
             if w < 128:
                 word[w] = c + 32 if (c >= 65 and c <= 90) else c
@@ -1201,6 +1240,17 @@ cdef set _words(const unsigned char *p, size_t n):
             out.add(hash_bytes(word, w, 0x57))
             w = 0
     return out
+
+
+cdef inline size_t _punctuation_len(const unsigned char *p, size_t n) noexcept nogil:
+    """Length of the UTF-8 sequence at ``p`` when it is Latin-1 punctuation or a symbol
+    (U+00A0-U+00BF: no-break space, section and pilcrow signs, quotes) or general punctuation
+    (U+2000-U+206F: spaces, dashes, quotes, ellipsis); else 0."""
+    if n >= 2 and p[0] == 0xC2 and 0xA0 <= p[1] <= 0xBF:
+        return 2
+    if n >= 3 and p[0] == 0xE2 and (p[1] == 0x80 or p[1] == 0x81) and 0x80 <= p[2] <= 0xBF:
+        return 3
+    return 0
 
 
 cdef inline bint _is_space(unsigned char c) noexcept nogil:
