@@ -70,10 +70,10 @@ def test_a_full_size_directory_level_costs_at_most_ten_bytes_per_entry() -> None
     assert 8 < level.nbytes / n <= 10
     assert np.array_equal(level.full_keys(), keys)
     probe = keys[::1000]
-    room = np.full(len(probe), 10, dtype=np.int64)
-    found = level.lookup(probe, probe.astype(np.uint32)[:, None], room)
+    found = level.lookup(probe)
     assert np.array_equal(np.sort(found), np.arange(0, n, 1000))
-    assert np.all(room == 9)
+    absent = np.setdiff1d(probe + np.uint64(1), keys)
+    assert len(absent) and level.lookup(absent).tolist() == []
 
 
 def test_merges_keep_every_entry(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -123,3 +123,25 @@ def test_empty_lookup_and_empty_store() -> None:
     assert index.lookup(np.array([1, 2], dtype=np.uint64)).tolist() == []
     index.add(np.array([1], dtype=np.uint64), 0)
     assert index.lookup(np.empty(0, dtype=np.uint64)).tolist() == []
+
+
+def test_entry_buffer_keeps_insertion_order_per_key_through_slot_collisions() -> None:
+    from neardup_scrapy.core.native.bucketmap import EntryBuffer, Run, lookup
+
+    buffer = EntryBuffer(8)  # 16 slots: keys 5, 21 and 37 share slot 5
+    for doc_id, keys in enumerate([[5, 21], [37], [5], [21, 5]]):
+        buffer.add(np.array(keys, dtype=np.uint64), doc_id)
+    assert lookup([], buffer, np.array([5], dtype=np.uint64), 10).tolist() == [0, 2, 3]
+    assert lookup([], buffer, np.array([5, 21, 37, 53], dtype=np.uint64), 2).tolist() == [0, 2, 0, 3, 1]
+    with pytest.raises(OverflowError):
+        buffer.add(np.arange(3, dtype=np.uint64), 9)
+    keys, ids = buffer.drain()
+    assert keys.tolist() == [5, 21, 37, 5, 21, 5] and ids.tolist() == [0, 0, 1, 2, 3, 3]
+    assert len(buffer) == 0 and lookup([], buffer, np.array([5], dtype=np.uint64), 10).tolist() == []
+    # runs are searched oldest (last) first, then the buffer
+    buffer.add(np.array([7], dtype=np.uint64), 30)
+    newer = Run(np.array([20], dtype=np.int32), np.array([7], dtype=np.uint64))
+    older = Run(np.array([10, 11], dtype=np.int32), np.array([7, 7], dtype=np.uint64))
+    assert lookup([newer, older], buffer, np.array([7], dtype=np.uint64), 3).tolist() == [10, 11, 20]
+    with pytest.raises(ValueError, match="a key per entry"):
+        Run(np.array([1, 2], dtype=np.int32), np.array([7], dtype=np.uint64))

@@ -1,8 +1,8 @@
 """A compact multimap from 48-bit bucket keys to 32-bit page ids, with no Python object per entry.
 
 Layout: a leveled log-structured merge of sorted runs. New entries go to a small buffer (a
-dict of at most ``BUFFER`` entries, so the newest pages are found by hashing rather than by a
-scan); a full buffer is sorted into level 0, and a level that outgrows ``BUFFER * RATIO**(k+1)``
+hash table of at most ``BUFFER`` entries, so the newest pages are found by hashing rather
+than by a scan); a full buffer is sorted into level 0, and a level that outgrows ``BUFFER * RATIO**(k+1)``
 entries is merged into the next. A lookup is one search per level, so the ratio is large
 (32): at 31 bucket entries per page, 10k pages fill two levels and 1M pages three, which keeps
 query time nearly flat. The price is write amplification -- every entry is rewritten about
@@ -15,15 +15,16 @@ mixed. With 32-bit keys a million pages (31M entries) would make one query in fo
 by a chance key collision, and each such false candidate costs a fetch and a verification;
 with 48 bits it is about one in 300,000.
 
-Small levels are plain sorted ``uint64`` keys searched with ``searchsorted``. Large levels
-(at least ``DIRECTORY_MIN`` entries) add a *directory*: ``offsets[b]`` is where the keys whose
-top ``D`` bits (of 48) equal ``b`` start, with ``D`` chosen so a directory bucket holds 2 to 4
-entries on average (the directory costs 1 to 2 bytes per entry). Each entry keeps only its
-key's low 32 bits, its *tag*: since ``D >= 16``, bucket and tag together still determine all 48
-bits, so merging loses nothing. An entry then costs 8 bytes (4 of tag, 4 of id) plus its
-directory share instead of 12, and a lookup reads one directory slot and one short contiguous
-window (the widest bucket, ~15 entries) instead of ~25 scattered cache lines of a binary
-search. Arrays are padded so lookups need no bounds clamping.
+Small levels are plain sorted ``uint64`` keys. Large levels (at least ``DIRECTORY_MIN``
+entries) add a *directory*: ``offsets[b]`` is where the keys whose top ``D`` bits (of 48) equal
+``b`` start, with ``D`` chosen so a directory bucket holds 2 to 4 entries on average (the
+directory costs 1 to 2 bytes per entry). Each entry keeps only its key's low 32 bits, its
+*tag*: since ``D >= 16``, bucket and tag together still determine all 48 bits, so merging
+loses nothing. An entry then costs 8 bytes (4 of tag, 4 of id) plus its directory share
+instead of 12, and a lookup reads one directory slot and one short bucket.
+
+Lookups and the buffer are compiled (:mod:`neardup_scrapy.core.native.bucketmap`): one call
+searches every level and the buffer for all of a page's keys; merges stay in numpy.
 """
 
 from __future__ import annotations
@@ -36,26 +37,22 @@ from typing import cast
 import numpy as np
 import numpy.typing as npt
 
+from .native.bucketmap import EntryBuffer, Run, lookup
+
 U64 = npt.NDArray[np.uint64]
 U32 = npt.NDArray[np.uint32]
 I32 = npt.NDArray[np.int32]
-I64 = npt.NDArray[np.int64]
 
 RATIO = 32
 BUFFER = 2048
 DIRECTORY_MIN = 1 << 18
-#: Widest bucket window read by the vectorised lookup of a directory level. The window was the
-#: widest directory bucket, so one key shared by thousands of pages (a family of near-identical
-#: pages) made every lookup read thousands of entries per key: a check's cost grew with the
-#: family. Wider buckets are searched one by one (they are rare), so the cost stays flat.
-MAX_WINDOW = 32
 _EMPTY_IDS = np.empty(0, dtype=np.int32)
 _EMPTY_KEYS = np.empty(0, dtype=np.uint64)
 KEY_BITS = 48
 _KEY_MASK = np.uint64((1 << KEY_BITS) - 1)
-_KEY_SENTINEL = np.uint64(1 << KEY_BITS)  # above every key
 #: Merges above this many entries hand their freed buffers back to the OS (glibc only).
 TRIM_AFTER = 1 << 19
+_NO_BUFFER = EntryBuffer(1)
 
 
 def _load_malloc_trim() -> Callable[[int], int] | None:
@@ -81,13 +78,7 @@ _MALLOC_TRIM = _load_malloc_trim()
 
 
 class _Level:
-    """One sorted run: full keys (small runs) or a directory plus 32-bit tags (large runs).
-
-    Small runs keep ``_probe``, the keys followed by one sentinel above every key, so a
-    ``searchsorted`` position can be read back without clamping. Large runs keep ``tags``
-    padded with ``_window`` zeros (the widest directory bucket, at most ``MAX_WINDOW``), so
-    every key's whole bucket window can be read with one fixed-width gather.
-    """
+    """One sorted run: full keys (small runs) or a directory plus 32-bit tags (large runs)."""
 
     def __init__(self, ids: I32, keys: U64 | None = None) -> None:
         self.ids = ids
@@ -98,21 +89,15 @@ class _Level:
         if keys is None:
             keys = _EMPTY_KEYS
         if n < DIRECTORY_MIN:
-            self._probe: U64 = np.append(keys, _KEY_SENTINEL)
-            self.keys = self._probe[:n]
+            self.keys = keys
+            self.run = Run(ids, keys)
             return
         bits = max(16, min(40, int(np.log2(n)) - 1))
         self._shift = np.uint64(KEY_BITS - bits)
         bounds = np.arange(1 << bits, dtype=np.uint64) << self._shift
-        offsets = np.append(keys.searchsorted(bounds), n).astype(np.uint32)
-        self.offsets = offsets
-        self._ends = offsets[1:]  # bucket b ends at _ends[b]
-        self._window = min(int(np.diff(offsets).max()), MAX_WINDOW)
-        self._steps = np.arange(self._window, dtype=np.intp)  # intp: the gathers need no cast
-        tags = np.zeros(n + self._window, dtype=np.uint32)
-        tags[:n] = keys  # the low 32 bits
-        self._padded_tags = tags
-        self.tags = tags[:n]
+        self.offsets = np.append(keys.searchsorted(bounds), n).astype(np.uint32)
+        self.tags = keys.astype(np.uint32)  # the low 32 bits
+        self.run = Run(ids, offsets=self.offsets, tags=self.tags, shift=KEY_BITS - bits)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -130,57 +115,9 @@ class _Level:
         buckets = np.repeat(np.arange(len(self.offsets) - 1, dtype=np.uint64), np.diff(self.offsets))
         return (buckets << self._shift) | self.tags.astype(np.uint64)
 
-    def lookup(self, keys: U64, tags: U32, room: I64) -> I32:
-        """Ids under any of ``keys`` in this level, at most ``room[i]`` (the first, in insertion
-        order) for key ``i``; ``room`` is decreased by what each key found.
-
-        Args:
-            keys: the query keys (48-bit).
-            tags: their low 32 bits as a column (shape ``(len(keys), 1)``), which the directory
-                levels compare.
-            room: how many more ids each key may return.
-        """
-        if self.keys is not None:
-            at = self._probe.searchsorted(keys)
-            present = (self._probe[at] == keys) & (room > 0)
-            if not np.count_nonzero(present):
-                return _EMPTY_IDS
-            count = np.minimum(self.keys.searchsorted(keys, side="right") - at, room)
-            room -= np.where(present, count, 0)
-            return _gather(self.ids, at[present], count[present])
-        assert self.offsets is not None and self.tags is not None
-        buckets = keys >> self._shift
-        starts = self.offsets[buckets].astype(np.intp)
-        ends = self._ends[buckets].astype(np.intp)
-        index = starts[:, None] + self._steps  # each key's bucket window
-        hit = (self._padded_tags[index] == tags) & (index < ends[:, None])
-        wide = ends - starts > self._window
-        if wide.any():
-            hit[wide] = False  # searched below
-        hit &= np.cumsum(hit, axis=1) <= room[:, None]
-        room -= np.count_nonzero(hit, axis=1)
-        found: I32 = self.ids[index[hit]]
-        if not wide.any():
-            return found
-        # Buckets wider than the window (a key shared by thousands of pages): binary search in
-        # the bucket, whose tags are sorted; entries of one key are in insertion order.
-        parts = [found]
-        for i in np.flatnonzero(wide).tolist():
-            start, end, tag = int(starts[i]), int(ends[i]), tags[i, 0]
-            bucket = self.tags[start:end]
-            low = start + int(bucket.searchsorted(tag, side="left"))
-            take = min(start + int(bucket.searchsorted(tag, side="right")) - low, int(room[i]))
-            if take > 0:
-                parts.append(self.ids[low : low + take])
-                room[i] -= take
-        return np.concatenate(parts)
-
-
-def _gather(ids: I32, start: I64, count: I64) -> I32:
-    """Concatenate ``ids[start[i] : start[i] + count[i]]`` for all ``i`` (every count >= 1)."""
-    if int(count.max()) == 1:
-        return ids[start]
-    return np.concatenate([ids[s : s + c] for s, c in zip(start.tolist(), count.tolist(), strict=True)])
+    def lookup(self, keys: U64, cap: int = 1 << 30) -> I32:
+        """Ids under any of ``keys`` (48-bit) in this level alone, at most ``cap`` per key."""
+        return lookup([self.run], _NO_BUFFER, np.ascontiguousarray(keys, dtype=np.uint64), cap)
 
 
 class KeyMultimap:
@@ -190,17 +127,17 @@ class KeyMultimap:
     """
 
     def __init__(self) -> None:
-        self._buffer: dict[int, list[int]] = {}
-        self._buffered = 0
+        self._buffer = EntryBuffer(BUFFER)
         self._levels: list[_Level] = []
+        self._runs: list[Run] = []
 
     def __len__(self) -> int:
-        return self._buffered + sum(len(level) for level in self._levels)
+        return len(self._buffer) + sum(len(level) for level in self._levels)
 
     @property
     def nbytes(self) -> int:
         """Bytes held by the sorted runs, plus 12 per buffered entry as the arrays would take."""
-        return 12 * self._buffered + sum(level.nbytes for level in self._levels)
+        return 12 * len(self._buffer) + sum(level.nbytes for level in self._levels)
 
     def add(self, keys: U64, doc_id: int) -> None:
         """Add ``doc_id`` under every key of ``keys``."""
@@ -208,78 +145,53 @@ class KeyMultimap:
         if n == 0:
             return
         keys = keys & _KEY_MASK
-        if n > BUFFER:  # more keys than a buffer holds: push them as a run of their own
+        if n > self._buffer.capacity:  # more keys than a buffer holds: push them as a run of their own
             self._push(np.sort(keys), np.full(n, doc_id, dtype=np.int32))
             return
-        if self._buffered + n > BUFFER:
+        if len(self._buffer) + n > self._buffer.capacity:
             self._flush()
-        buffer = self._buffer
-        for key in keys.tolist():
-            ids = buffer.get(key)
-            if ids is None:
-                buffer[key] = [doc_id]
-            else:
-                ids.append(doc_id)
-        self._buffered += n
+        self._buffer.add(keys, doc_id)
 
     def lookup(self, keys: U64, cap: int = 1 << 30) -> I32:
         """The ids stored under any of ``keys``, at most ``cap`` per key: the first ``cap``
         added under it (unsorted across keys, may repeat)."""
         if not len(keys):
             return _EMPTY_IDS
-        keys = keys & _KEY_MASK
-        found: list[I32] = []
-        room = np.full(len(keys), cap, dtype=np.int64)
-        tags = keys.astype(np.uint32)[:, None]  # for the directory levels
-        for level in reversed(self._levels):  # the deepest level holds the oldest entries
-            if len(level):
-                ids = level.lookup(keys, tags, room)
-                if len(ids):
-                    found.append(ids)
-        if self._buffered:
-            hits = [
-                ids[: int(left)]
-                for ids, left in zip(map(self._buffer.get, keys.tolist()), room.tolist(), strict=True)
-                if ids is not None and left > 0
-            ]
-            if hits:
-                found.append(np.array([i for ids in hits for i in ids], dtype=np.int32))
-        if not found:
-            return _EMPTY_IDS
-        return np.concatenate(found) if len(found) > 1 else found[0]
+        return lookup(self._runs, self._buffer, keys & _KEY_MASK, cap)
 
     def _flush(self) -> None:
-        if not self._buffered:
+        if not len(self._buffer):
             return
-        keys = np.fromiter(self._buffer, dtype=np.uint64, count=len(self._buffer))
-        counts = np.fromiter(map(len, self._buffer.values()), dtype=np.int64, count=len(self._buffer))
-        ids = np.fromiter(
-            (i for ids in self._buffer.values() for i in ids), dtype=np.int32, count=self._buffered
-        )
-        keys = np.repeat(keys, counts)
-        order = np.argsort(keys, kind="stable")
+        keys, ids = self._buffer.drain()
+        order = np.argsort(keys, kind="stable")  # one key's ids stay in insertion order
         self._push(keys[order], ids[order])
-        self._buffer = {}
-        self._buffered = 0
 
     def _push(self, keys: U64, ids: I32) -> None:
         level = 0
         while True:
             if level == len(self._levels):
-                self._levels.append(_Level(ids, keys))
+                self._set_level(level, _Level(ids, keys))
                 return
             old = self._levels[level]
             merged_keys, merged_ids = _merge(old, keys, ids)
             if len(merged_keys) <= BUFFER * RATIO ** (level + 1):
-                self._levels[level] = _Level(merged_ids, merged_keys)
+                self._set_level(level, _Level(merged_ids, merged_keys))
                 if len(merged_keys) >= TRIM_AFTER and _MALLOC_TRIM is not None:
                     del merged_keys, merged_ids, old, keys, ids
                     _MALLOC_TRIM(0)
                 return
             # This level is full: carry the merged run one level down and leave it empty.
-            self._levels[level] = _Level(_EMPTY_IDS)
+            self._set_level(level, _Level(_EMPTY_IDS))
             keys, ids = merged_keys, merged_ids
             level += 1
+
+    def _set_level(self, level: int, run: _Level) -> None:
+        if level == len(self._levels):
+            self._levels.append(run)
+            self._runs.append(run.run)
+        else:
+            self._levels[level] = run
+            self._runs[level] = run.run
 
 
 def _merge(level: _Level, keys: U64, ids: I32) -> tuple[U64, I32]:

@@ -1,0 +1,232 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The compiled half of the bucket multimap (:mod:`neardup_scrapy.core.multimap`).
+
+A check looks up about 35 keys in every sorted run and in the buffer of newest entries, and
+adds as many; done with numpy and a dict, that is dozens of small calls and a Python object per
+key. Here both are one call each:
+
+* :class:`EntryBuffer` holds the newest entries (at most its capacity) in insertion order,
+  chained per hash slot, so the ids of one key come back in the order they were added.
+* :class:`Run` exposes one sorted run's arrays (held by the Python run object) to
+  :func:`lookup`: a small run is searched by binary search over its full 48-bit keys; a large
+  one reads its directory slot ``offsets[key >> shift]`` and binary-searches the bucket's 32-bit
+  tags (sorted within a bucket, since the bucket bits and the tag together are the whole key).
+* :func:`lookup` returns, for every key, at most ``cap`` ids: the first ones added under it,
+  searching the runs from the oldest to the newest and then the buffer.
+"""
+
+import numpy as np
+
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memset
+
+
+cdef class EntryBuffer:
+    """The newest ``(key, id)`` entries, in insertion order, with a chained hash index."""
+
+    def __cinit__(self, Py_ssize_t capacity):
+        cdef Py_ssize_t slots = 16
+        if capacity < 1:
+            raise ValueError("capacity must be >= 1")
+        while slots < 2 * capacity:
+            slots <<= 1
+        self.capacity = capacity
+        self.size = 0
+        self.slot_mask = <uint64_t>(slots - 1)
+        self.keys = <uint64_t *>malloc(capacity * sizeof(uint64_t))
+        self.ids = <int32_t *>malloc(capacity * sizeof(int32_t))
+        self.chain = <int32_t *>malloc(capacity * sizeof(int32_t))
+        self.head = <int32_t *>malloc(slots * sizeof(int32_t))
+        self.tail = <int32_t *>malloc(slots * sizeof(int32_t))
+        if not (self.keys and self.ids and self.chain and self.head and self.tail):
+            raise MemoryError()
+        memset(self.head, 0xFF, slots * sizeof(int32_t))  # -1: empty slot
+
+    def __dealloc__(self):
+        free(self.keys)
+        free(self.ids)
+        free(self.chain)
+        free(self.head)
+        free(self.tail)
+
+    def __len__(self):
+        return self.size
+
+    def add(self, const uint64_t[::1] keys, int32_t doc_id):
+        """Add ``doc_id`` under every key of ``keys`` (48-bit keys; the caller makes room)."""
+        cdef Py_ssize_t i, at
+        cdef uint64_t slot
+        if self.size + keys.shape[0] > self.capacity:
+            raise OverflowError("the buffer is full: drain it first")
+        for i in range(keys.shape[0]):
+            at = self.size
+            self.keys[at] = keys[i]
+            self.ids[at] = doc_id
+            self.chain[at] = -1
+            slot = keys[i] & self.slot_mask  # keys are mixed hashes: their low bits are uniform
+            if self.head[slot] < 0:
+                self.head[slot] = <int32_t>at
+            else:
+                self.chain[self.tail[slot]] = <int32_t>at
+            self.tail[slot] = <int32_t>at
+            self.size += 1
+
+    def drain(self):
+        """``(keys, ids)`` of every entry in insertion order, as numpy arrays; empties the buffer."""
+        cdef Py_ssize_t i, n = self.size
+        keys = np.empty(n, dtype=np.uint64)
+        ids = np.empty(n, dtype=np.int32)
+        cdef uint64_t[::1] k = keys
+        cdef int32_t[::1] d = ids
+        for i in range(n):
+            k[i] = self.keys[i]
+            d[i] = self.ids[i]
+            self.head[self.keys[i] & self.slot_mask] = -1
+        self.size = 0
+        return keys, ids
+
+    cdef Py_ssize_t find(self, uint64_t key, IdSink *sink, Py_ssize_t room) except -1:
+        """Append the first ``room`` ids under ``key`` to ``sink``; returns how many."""
+        cdef int32_t at = self.head[key & self.slot_mask]
+        cdef Py_ssize_t taken = 0
+        while at >= 0 and taken < room:
+            if self.keys[at] == key:
+                sink_push(sink, self.ids[at])
+                taken += 1
+            at = self.chain[at]
+        return taken
+
+
+cdef class Run:
+    """One sorted run's arrays, for :func:`lookup` (the arrays are kept alive here)."""
+
+    def __init__(self, ids, keys=None, offsets=None, tags=None, int shift=0):
+        cdef const int32_t[::1] id_view = ids
+        cdef const uint64_t[::1] key_view
+        cdef const uint32_t[::1] offset_view
+        cdef const uint32_t[::1] tag_view
+        self._arrays = (ids, keys, offsets, tags)
+        self.n = id_view.shape[0]
+        self.ids = &id_view[0] if self.n else NULL
+        self.keys = NULL
+        self.offsets = NULL
+        self.tags = NULL
+        self.shift = <uint64_t>shift
+        self.directory = offsets is not None
+        if self.directory:
+            offset_view = offsets
+            tag_view = tags
+            if tag_view.shape[0] < self.n or offset_view.shape[0] < 2:
+                raise ValueError("a directory needs a tag per entry and at least one bucket")
+            self.offsets = &offset_view[0]
+            self.tags = &tag_view[0] if self.n else NULL
+            self.buckets = offset_view.shape[0] - 1
+        elif self.n:
+            key_view = keys
+            if key_view.shape[0] < self.n:
+                raise ValueError("a run needs a key per entry")
+            self.keys = &key_view[0]
+
+    def __len__(self):
+        return self.n
+
+    cdef Py_ssize_t find(self, uint64_t key, IdSink *sink, Py_ssize_t room) except -1:
+        """Append the first ``room`` ids under ``key`` to ``sink``; returns how many."""
+        cdef Py_ssize_t low, high, mid, end, taken = 0
+        cdef uint64_t bucket
+        cdef uint32_t tag
+        if self.n == 0 or room <= 0:
+            return 0
+        if not self.directory:
+            low, high = 0, self.n
+            while low < high:
+                mid = (low + high) >> 1
+                if self.keys[mid] < key:
+                    low = mid + 1
+                else:
+                    high = mid
+            while low < self.n and self.keys[low] == key and taken < room:
+                sink_push(sink, self.ids[low])
+                low += 1
+                taken += 1
+            return taken
+        bucket = key >> self.shift
+        if bucket >= <uint64_t>self.buckets:
+            return 0
+        low, end = self.offsets[bucket], self.offsets[bucket + 1]
+        high = end
+        tag = <uint32_t>key
+        while low < high:
+            mid = (low + high) >> 1
+            if self.tags[mid] < tag:
+                low = mid + 1
+            else:
+                high = mid
+        while low < end and self.tags[low] == tag and taken < room:
+            sink_push(sink, self.ids[low])
+            low += 1
+            taken += 1
+        return taken
+
+
+cdef int sink_push(IdSink *sink, int32_t value) except -1:
+    cdef int32_t *grown
+    cdef Py_ssize_t capacity
+    if sink.size == sink.capacity:
+        capacity = sink.capacity * 2 if sink.capacity else 256
+        grown = <int32_t *>realloc(sink.data, capacity * sizeof(int32_t))
+        if grown == NULL:
+            raise MemoryError()
+        sink.data = grown
+        sink.capacity = capacity
+    sink.data[sink.size] = value
+    sink.size += 1
+    return 0
+
+
+def lookup(list runs, EntryBuffer buffer, const uint64_t[::1] keys, int64_t cap):
+    """The ids stored under any of ``keys``, at most ``cap`` per key: the first ones added.
+
+    ``runs`` are the sorted runs from the newest to the oldest (they are searched oldest first),
+    then ``buffer``. Ids come grouped by run, then by key in the order of ``keys``; an id under
+    several keys comes once per key. Returns an ``int32`` array.
+    """
+    cdef Py_ssize_t i, r, n = keys.shape[0]
+    cdef IdSink sink
+    cdef int64_t *room
+    cdef Run run
+    sink.data = NULL
+    sink.size = sink.capacity = 0
+    if n == 0:
+        return np.empty(0, dtype=np.int32)
+    room = <int64_t *>malloc(n * sizeof(int64_t))
+    if room == NULL:
+        raise MemoryError()
+    try:
+        for i in range(n):
+            room[i] = cap
+        for r in range(len(runs) - 1, -1, -1):
+            run = <Run>runs[r]
+            if run.n == 0:
+                continue
+            for i in range(n):
+                if room[i] > 0:
+                    room[i] -= run.find(keys[i], &sink, room[i])
+        if buffer.size:
+            for i in range(n):
+                if room[i] > 0:
+                    room[i] -= buffer.find(keys[i], &sink, room[i])
+        out = np.empty(sink.size, dtype=np.int32)
+        if sink.size:
+            _copy_out(out, &sink)
+        return out
+    finally:
+        free(room)
+        free(sink.data)
+
+
+cdef void _copy_out(int32_t[::1] out, IdSink *sink) noexcept:
+    cdef Py_ssize_t i
+    for i in range(sink.size):
+        out[i] = sink.data[i]
