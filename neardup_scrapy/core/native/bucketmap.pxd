@@ -1,14 +1,10 @@
 # cython: language_level=3
 from libc.stdint cimport int32_t, uint32_t, uint64_t
 
-
-cdef struct IdSink:
-    int32_t *data
-    Py_ssize_t size
-    Py_ssize_t capacity
+from neardup_scrapy.core.native._common cimport ByteBuf
 
 
-cdef int sink_push(IdSink *sink, int32_t value) except -1
+cdef int sink_push(ByteBuf *sink, int32_t value) except -1
 
 
 cdef class EntryBuffer:
@@ -21,7 +17,7 @@ cdef class EntryBuffer:
     cdef readonly Py_ssize_t capacity
     cdef readonly Py_ssize_t size
 
-    cdef Py_ssize_t find(self, uint64_t key, IdSink *sink, Py_ssize_t room) except -1
+    cdef Py_ssize_t find(self, uint64_t key, ByteBuf *sink, Py_ssize_t room) except -1
 
 
 cdef class Run:
@@ -35,4 +31,4 @@ cdef class Run:
     cdef readonly Py_ssize_t n
     cdef readonly bint directory
 
-    cdef Py_ssize_t find(self, uint64_t key, IdSink *sink, Py_ssize_t room) except -1
+    cdef Py_ssize_t find(self, uint64_t key, ByteBuf *sink, Py_ssize_t room) except -1

@@ -18,8 +18,14 @@ key. Here both are one call each:
 import numpy as np
 
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
-from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memset
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy, memset
+
+from neardup_scrapy.core.native._common cimport ByteBuf, bytebuf_reserve
+
+ctypedef fused sorted_key:
+    uint32_t
+    uint64_t
 
 
 cdef class EntryBuffer:
@@ -86,7 +92,7 @@ cdef class EntryBuffer:
         self.size = 0
         return keys, ids
 
-    cdef Py_ssize_t find(self, uint64_t key, IdSink *sink, Py_ssize_t room) except -1:
+    cdef Py_ssize_t find(self, uint64_t key, ByteBuf *sink, Py_ssize_t room) except -1:
         """Append the first ``room`` ids under ``key`` to ``sink``; returns how many."""
         cdef int32_t at = self.head[key & self.slot_mask]
         cdef Py_ssize_t taken = 0
@@ -131,57 +137,51 @@ cdef class Run:
     def __len__(self):
         return self.n
 
-    cdef Py_ssize_t find(self, uint64_t key, IdSink *sink, Py_ssize_t room) except -1:
+    cdef Py_ssize_t find(self, uint64_t key, ByteBuf *sink, Py_ssize_t room) except -1:
         """Append the first ``room`` ids under ``key`` to ``sink``; returns how many."""
-        cdef Py_ssize_t low, high, mid, end, taken = 0
         cdef uint64_t bucket
-        cdef uint32_t tag
         if self.n == 0 or room <= 0:
             return 0
         if not self.directory:
-            low, high = 0, self.n
-            while low < high:
-                mid = (low + high) >> 1
-                if self.keys[mid] < key:
-                    low = mid + 1
-                else:
-                    high = mid
-            while low < self.n and self.keys[low] == key and taken < room:
-                sink_push(sink, self.ids[low])
-                low += 1
-                taken += 1
-            return taken
+            return _take_equal(self.keys, 0, self.n, key, self.ids, sink, room)
         bucket = key >> self.shift
         if bucket >= <uint64_t>self.buckets:
             return 0
-        low, end = self.offsets[bucket], self.offsets[bucket + 1]
-        high = end
-        tag = <uint32_t>key
-        while low < high:
-            mid = (low + high) >> 1
-            if self.tags[mid] < tag:
-                low = mid + 1
-            else:
-                high = mid
-        while low < end and self.tags[low] == tag and taken < room:
-            sink_push(sink, self.ids[low])
-            low += 1
-            taken += 1
-        return taken
+        return _take_equal(
+            self.tags, self.offsets[bucket], self.offsets[bucket + 1], <uint32_t>key, self.ids, sink, room
+        )
 
 
-cdef int sink_push(IdSink *sink, int32_t value) except -1:
-    cdef int32_t *grown
-    cdef Py_ssize_t capacity
-    if sink.size == sink.capacity:
-        capacity = sink.capacity * 2 if sink.capacity else 256
-        grown = <int32_t *>realloc(sink.data, capacity * sizeof(int32_t))
-        if grown == NULL:
-            raise MemoryError()
-        sink.data = grown
-        sink.capacity = capacity
-    sink.data[sink.size] = value
-    sink.size += 1
+cdef Py_ssize_t _take_equal(
+    const sorted_key *values,
+    Py_ssize_t low,
+    Py_ssize_t end,
+    sorted_key value,
+    const int32_t *ids,
+    ByteBuf *sink,
+    Py_ssize_t room,
+) except -1:
+    """Append to ``sink`` the ids of the first ``room`` entries equal to ``value`` in the sorted
+    ``values[low:end]`` (found by binary search); returns how many."""
+    cdef Py_ssize_t mid, high = end, taken = 0
+    while low < high:
+        mid = (low + high) >> 1
+        if values[mid] < value:
+            low = mid + 1
+        else:
+            high = mid
+    while low < end and values[low] == value and taken < room:
+        sink_push(sink, ids[low])
+        low += 1
+        taken += 1
+    return taken
+
+
+cdef int sink_push(ByteBuf *sink, int32_t value) except -1:
+    if bytebuf_reserve(sink, sizeof(int32_t)) < 0:
+        raise MemoryError()
+    memcpy(sink.data + sink.len, &value, sizeof(int32_t))
+    sink.len += sizeof(int32_t)
     return 0
 
 
@@ -193,11 +193,11 @@ def lookup(list runs, EntryBuffer buffer, const uint64_t[::1] keys, int64_t cap)
     several keys comes once per key. Returns an ``int32`` array.
     """
     cdef Py_ssize_t i, r, n = keys.shape[0]
-    cdef IdSink sink
+    cdef ByteBuf sink
     cdef int64_t *room
     cdef Run run
-    sink.data = NULL
-    sink.size = sink.capacity = 0
+    cdef int32_t[::1] out_view
+    memset(&sink, 0, sizeof(ByteBuf))
     if n == 0:
         return np.empty(0, dtype=np.int32)
     room = <int64_t *>malloc(n * sizeof(int64_t))
@@ -217,16 +217,11 @@ def lookup(list runs, EntryBuffer buffer, const uint64_t[::1] keys, int64_t cap)
             for i in range(n):
                 if room[i] > 0:
                     room[i] -= buffer.find(keys[i], &sink, room[i])
-        out = np.empty(sink.size, dtype=np.int32)
-        if sink.size:
-            _copy_out(out, &sink)
+        out = np.empty(sink.len // sizeof(int32_t), dtype=np.int32)
+        if sink.len:
+            out_view = out
+            memcpy(&out_view[0], sink.data, sink.len)
         return out
     finally:
         free(room)
         free(sink.data)
-
-
-cdef void _copy_out(int32_t[::1] out, IdSink *sink) noexcept:
-    cdef Py_ssize_t i
-    for i in range(sink.size):
-        out[i] = sink.data[i]
