@@ -856,3 +856,23 @@ def test_a_container_with_a_heading_of_its_own_is_not_given_another() -> None:
     # ... and a container without one is still named by the page's heading
     doc = doc.replace("<div class='post'><h1>Drinking water contaminated</h1>", "<div class='post'>")
     assert " ".join(html_to_text(doc).split()).startswith("Example Site sentence 0")
+
+
+def test_a_pager_is_navigation_by_its_link_relation_on_a_page_of_any_size() -> None:
+    """Links to the next and previous page of a series (``rel="next"``, or the head's
+    ``<link rel="next">`` to the same address) and up to the contents are navigation: a
+    short page keeps none of them, however much of its text they are."""
+    head = "<title>Day.rule_code</title><link rel='next' href='b.html'><link rel='prev' href='a.html'>"
+    pager = "<a href='a.html'>previous Day.normalize</a> <a href='b.html'>next Day.n</a>"
+    pager = f"<div class='area'>{pager}</div>"
+    text = html_to_text(page(f"<main><h1>Day.rule_code</h1><p>Alias of the code.</p>{pager}</main>", head))
+    assert "Day.normalize" not in text and "Day.n " not in f"{text} "
+    assert "Alias of the code" in text
+    texinfo = (
+        "<div class='header'><p>Next: <a href='n.html' rel='next'>Assignment Expressions</a>, "
+        "Up: <a href='u.html' rel='up'>Expressions</a></p></div>"
+        "<h4>8.5 Boolean Expressions</h4><p>See <a href='x.html'>Short-circuit Boolean</a>.</p>"
+    )
+    text = html_to_text(page(f"<div class='section'>{texinfo}</div>", "<title>Boolean Expressions</title>"))
+    assert "Assignment Expressions" not in text and "Up: Expressions" not in text
+    assert "See Short-circuit Boolean" in " ".join(text.split())  # a link of the text is the text

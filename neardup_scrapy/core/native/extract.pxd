@@ -1,5 +1,5 @@
 # cython: language_level=3
-from libc.stdint cimport int32_t, uint16_t, uint32_t
+from libc.stdint cimport int32_t, uint16_t, uint32_t, uint64_t
 
 from lxml.includes cimport tree
 
@@ -37,6 +37,8 @@ cdef class Extractor:
     cdef ByteBuf heading      # the page's heading (first h1 or title-classed element)
     cdef ByteBuf title        # the <title>
     cdef ByteBuf canonical    # <link rel=canonical href>
+    cdef uint64_t series[8]   # hashes of the hrefs of <link rel=next/prev>
+    cdef int n_series
     cdef int32_t anchor
     cdef list anchors
     cdef int32_t frame  # a framing page's label of the document it holds (-1: none)
@@ -48,6 +50,7 @@ cdef class Extractor:
     cdef int32_t _new_elem(self) except -1
     cdef void _read_head(self, tree.xmlNode *head)
     cdef void _read_head_element(self, tree.xmlNode *node)
+    cdef bint _in_series(self, const unsigned char *href, size_t n) noexcept
     cdef int _walk(self, tree.xmlNode *top, double deadline) except -1
     cdef void _close(self, int32_t i) noexcept
     cdef int32_t _find_anchors(self)

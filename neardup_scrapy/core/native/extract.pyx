@@ -44,6 +44,9 @@ chrome *name* on an element whose largest content-marked descendant (``main``, `
 "content" class) holds half its text is a layout wrapper, not chrome; a chrome *tag or role*
 is what the element is, whatever its parts are named. A ``<header>`` outside sections is
 chrome by position, but the ``<h1>`` in it still names the page (heading and title heading).
+A link is navigation by its relation, like strong chrome: ``rel`` next, prev, up, contents...
+(a pager, a link up to the table of contents), or the address a ``<link rel=next/prev>`` of
+the head names.
 
 Every count and decision is linear in the size of the tree; a deadline is checked as the walk
 goes, so no page can hold a check for long.
@@ -456,6 +459,38 @@ cdef inline bint _ieq(const unsigned char *a, size_t n, const char *b) noexcept 
     return True
 
 
+#: Link relations (``rel``; the IANA registry) that place the target beside or above the page in
+#: a collection: a link with one of them is navigation, whatever its text. The first three
+#: name the page's series; a ``<link>`` in the head declaring them names the body's pager links.
+cdef tuple _SERIES_RELS = (b"next", b"prev", b"previous")
+cdef tuple _NAVIGATION_RELS = (b"first", b"last", b"up", b"start", b"contents", b"index")
+cdef enum:
+    REL_SERIES = 1
+    REL_NAVIGATION = 2
+
+
+cdef int _rel_navigation(const unsigned char *v, size_t n) noexcept:
+    """``REL_SERIES`` and/or ``REL_NAVIGATION`` for the tokens of a ``rel`` value, else 0."""
+    cdef size_t start = 0, end
+    cdef Py_ssize_t i
+    cdef int out = 0
+    while start < n:
+        while start < n and _is_space(v[start]):
+            start += 1
+        end = start
+        while end < n and not _is_space(v[end]):
+            end += 1
+        if end > start:
+            for i in range(PyTuple_GET_SIZE(_SERIES_RELS)):
+                if _ieq(v + start, end - start, PyBytes_AS_STRING(<object>PyTuple_GET_ITEM(_SERIES_RELS, i))):
+                    out |= REL_SERIES
+            for i in range(PyTuple_GET_SIZE(_NAVIGATION_RELS)):
+                if _ieq(v + start, end - start, PyBytes_AS_STRING(<object>PyTuple_GET_ITEM(_NAVIGATION_RELS, i))):
+                    out |= REL_NAVIGATION
+        start = end
+    return out
+
+
 cdef bint _role_is_chrome(const unsigned char *v, size_t n) noexcept:
     cdef Py_ssize_t i
     for i in range(PyTuple_GET_SIZE(_CHROME_ROLES)):
@@ -601,7 +636,8 @@ cdef class Extractor:
             node = node.next
 
     cdef void _read_head_element(self, tree.xmlNode *node):
-        """Keep a <title>'s text or a canonical <link>'s href, when none is kept yet.
+        """Keep a <title>'s text or a canonical <link>'s href, when none is kept yet, and the
+        hrefs of ``<link rel=next/prev>``.
 
         Also called for these elements met in the body: an HTML parser moves the document's
         <title> and links into <body> when the head holds something it does not allow there,
@@ -611,7 +647,7 @@ cdef class Extractor:
         cdef tree.xmlAttr *a
         cdef const unsigned char *v
         cdef size_t n
-        cdef bint canonical
+        cdef bint canonical, series
         cdef const unsigned char *href
         cdef size_t nhref
         if _eq(node.name, "title") and self.title.len == 0:
@@ -620,20 +656,36 @@ cdef class Extractor:
                 if child.type == tree.XML_TEXT_NODE and child.content != NULL:
                     bytebuf_append(&self.title, child.content, strlen(<const char *>child.content))
                 child = child.next
-        elif _eq(node.name, "link") and self.canonical.len == 0:
-            canonical = False
+        elif _eq(node.name, "link"):
+            canonical = series = False
             href = NULL
             nhref = 0
             a = node.properties
             while a != NULL:
                 v = _attr_value(a, &n)
-                if _eq(a.name, "rel") and _ieq(v, n, "canonical"):
-                    canonical = True
+                if _eq(a.name, "rel"):
+                    canonical = _ieq(v, n, "canonical")
+                    series = (_rel_navigation(v, n) & REL_SERIES) != 0
                 elif _eq(a.name, "href"):
                     href, nhref = v, n
                 a = a.next
-            if canonical and href != NULL:
+            if canonical and href != NULL and self.canonical.len == 0:
                 bytebuf_append(&self.canonical, href, nhref)
+            if series and href != NULL and self.n_series < 8:
+                self.series[self.n_series] = hash_bytes(href, nhref, 0x5E7)
+                self.n_series += 1
+
+    cdef bint _in_series(self, const unsigned char *href, size_t n) noexcept:
+        """Whether ``href`` is the page's declared next or previous document."""
+        cdef uint64_t h
+        cdef int i
+        if self.n_series == 0:
+            return False
+        h = hash_bytes(href, n, 0x5E7)
+        for i in range(self.n_series):
+            if self.series[i] == h:
+                return True
+        return False
 
     cdef int _walk(self, tree.xmlNode *top, double deadline) except -1:
         """Number the visible elements under ``top`` and fill their counts (see :class:`Elem`).
@@ -653,7 +705,9 @@ cdef class Extractor:
         cdef const unsigned char *v
         cdef const unsigned char *cls
         cdef const unsigned char *ident
-        cdef size_t n, ncls, nid
+        cdef const unsigned char *href
+        cdef size_t n, ncls, nid, nhref
+        cdef int rel
         cdef bint hidden, has_href, role_main, role_chrome
         cdef int32_t chars
         cdef long steps = 0
@@ -669,8 +723,9 @@ cdef class Extractor:
                 elif hidden and cur >= 0 and node.name[0] == 115 and _eq(node.name, "script"):
                     self.elems[cur].flags |= F_SCRIPTED
                 has_href = role_main = role_chrome = False
-                cls = ident = <const unsigned char *>b""
-                ncls = nid = 0
+                cls = ident = href = <const unsigned char *>b""
+                ncls = nid = nhref = 0
+                rel = 0
                 if not hidden:
                     a = node.properties
                     while a != NULL:
@@ -689,6 +744,10 @@ cdef class Extractor:
                             hidden = True
                         elif name[0] == 104 and _eq(name, "href"):
                             has_href = True
+                            href = _attr_value(a, &nhref)
+                        elif name[0] == 114 and kind & K_A and _eq(name, "rel"):
+                            v = _attr_value(a, &n)
+                            rel = _rel_navigation(v, n)
                         elif name[0] == 115 and _eq(name, "style"):
                             v = _attr_value(a, &n)
                             if _style_hides(v, n):
@@ -735,6 +794,10 @@ cdef class Extractor:
                         flags |= F_SEM_ARTICLE
                     if kind & K_A and has_href:
                         flags |= F_LINK
+                        if rel or self._in_series(href, nhref):
+                            # a pager or a link up to the contents: navigation by its relation
+                            # (its own rel, or the head's <link rel=next/prev> to the same href)
+                            flags |= F_STRONG
                     e.flags = flags
                     e.tstart = <uint32_t>self.buf.len
                     if not (kind & K_INLINE) and bytebuf_push(&self.buf, 32) < 0:
@@ -1092,6 +1155,7 @@ cdef class Extractor:
         self.anchors = []
         self.frame = -1
         self.container = -1
+        self.n_series = 0
         if root == NULL:
             return EXTRACT_EMPTY
         if root.type == tree.XML_DOCUMENT_NODE or root.type == tree.XML_HTML_DOCUMENT_NODE:
