@@ -876,3 +876,14 @@ def test_a_pager_is_navigation_by_its_link_relation_on_a_page_of_any_size() -> N
     text = html_to_text(page(f"<div class='section'>{texinfo}</div>", "<title>Boolean Expressions</title>"))
     assert "Assignment Expressions" not in text and "Up: Expressions" not in text
     assert "See Short-circuit Boolean" in " ".join(text.split())  # a link of the text is the text
+
+
+def test_a_title_word_in_a_wrappers_class_does_not_make_the_page_its_heading() -> None:
+    """``<body class="no-header-title">`` (a theme option) is not the page's heading: the
+    identity heading is short, here the article's ``<h1>``."""
+    doc = (
+        "<!DOCTYPE html><html><head><title>Reform backlog - News</title></head>"
+        "<body class='single no-header-title'><p class='lead'>News of the valley towns, every day.</p>"
+        f"<article><h1>Reform backlog</h1><p>{prose(4)}</p></article></body></html>"
+    )
+    assert T.extract(T.parse_plain(doc)).heading == "Reform backlog"

@@ -126,6 +126,7 @@ cdef enum:
     LAYOUT_DENSE_PCT = 50   # a layout-named block in the container this much link text is chrome
     MIN_LIST_CHARS = 20
     LINE_CHARS = 100        # a block shorter than this is one line of text
+    HEADING_CHARS = 200     # a title-classed element longer than this is not a heading
     LINK_LINE_PCT = 50      # a one-line layout block this much link text is a navigation line
     DEADLINE_EVERY = 4096   # nodes between two clock reads
 
@@ -1198,10 +1199,16 @@ cdef class Extractor:
             if (e.flags & F_STRONG and not (e.flags & (F_OVERRIDE | F_PAGE_HF))) or above & F_ANC_STRONG:
                 e.flags |= F_ANC_STRONG
             # the page's identity heading may sit in a page-header region, not in strong chrome;
-            # in a page header only an <h1> names the page (its menus have title-classed items)
+            # in a page header only an <h1> names the page (its menus have title-classed items).
+            # A title-classed element is a heading only when it is as short as one: a "title"
+            # word in a wrapper's class (even <body>'s: "no-header-title") does not make the
+            # whole page its heading
             if (
                 first_heading < 0
-                and (e.kind & K_H1 or (e.flags & F_TITLED and not (e.flags & F_IN_PAGE_HF)))
+                and (
+                    e.kind & K_H1
+                    or (e.flags & F_TITLED and not (e.flags & F_IN_PAGE_HF) and e.text <= HEADING_CHARS)
+                )
                 and not (e.flags & F_ANC_STRONG)
                 and e.text
             ):
