@@ -887,3 +887,17 @@ def test_a_title_word_in_a_wrappers_class_does_not_make_the_page_its_heading() -
         f"<article><h1>Reform backlog</h1><p>{prose(4)}</p></article></body></html>"
     )
     assert T.extract(T.parse_plain(doc)).heading == "Reform backlog"
+
+
+def test_the_h1_inside_a_title_classed_wrapper_is_the_identity_heading() -> None:
+    """A theme's title wrapper adds a category beside the ``<h1>``: the ``<h1>`` names the page,
+    so a copy titled with it (and no wrapper) has the same heading."""
+    doc = page(
+        "<div class='title-wrap'><a href='/c/general' class='cat'>General</a>"
+        f"<h1 class='entry-title'>We support the climate strike</h1></div><p>{prose(4)}</p>",
+        "<title>We support the climate strike - Valley Pirates</title>",
+    )
+    assert T.extract(T.parse_plain(doc)).heading == "We support the climate strike"
+    # without an <h1>, a short title-classed element is the heading
+    doc = doc.replace("<h1 class='entry-title'>", "<p>").replace("</h1>", "</p>")
+    assert T.extract(T.parse_plain(doc)).heading.endswith("We support the climate strike")

@@ -206,7 +206,8 @@ class Extraction(NamedTuple):
     Attributes:
         status: ``"ok"``, ``"empty"`` (no visible text) or ``"timeout"``.
         text: the main text, whitespace folded.
-        heading: the page's heading (first ``<h1>`` or title-classed element outside chrome).
+        heading: the page's heading (first ``<h1>`` outside chrome, else the first short
+            title-classed element).
         title: the page's ``<title>``.
         canonical: the page's ``<link rel=canonical>`` href.
     """

@@ -34,7 +34,7 @@ cdef class Extractor:
     cdef int32_t cap_elems
     cdef ByteBuf buf          # the walked text, block boundaries as spaces
     cdef ByteBuf out          # the main text
-    cdef ByteBuf heading      # the page's heading (first h1 or title-classed element)
+    cdef ByteBuf heading      # the page's heading (first h1, else first title-classed element)
     cdef ByteBuf title        # the <title>
     cdef ByteBuf canonical    # <link rel=canonical href>
     cdef uint64_t series[8]   # hashes of the hrefs of <link rel=next/prev>

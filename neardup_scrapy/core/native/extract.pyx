@@ -1148,7 +1148,7 @@ cdef class Extractor:
         cdef tree.xmlNode *node
         cdef int status, i
         cdef Elem *e
-        cdef int32_t h1 = -1, first_heading = -1
+        cdef int32_t h1 = -1, first_heading = -1, first_h1 = -1, first_titled = -1
         cdef uint32_t above
         self.n_elems = 0
         self.buf.len = self.out.len = self.heading.len = self.title.len = self.canonical.len = 0
@@ -1198,21 +1198,24 @@ cdef class Extractor:
             # a page header is chrome for the text, but the <h1> it holds is the page's name
             if (e.flags & F_STRONG and not (e.flags & (F_OVERRIDE | F_PAGE_HF))) or above & F_ANC_STRONG:
                 e.flags |= F_ANC_STRONG
-            # the page's identity heading may sit in a page-header region, not in strong chrome;
-            # in a page header only an <h1> names the page (its menus have title-classed items).
-            # A title-classed element is a heading only when it is as short as one: a "title"
-            # word in a wrapper's class (even <body>'s: "no-header-title") does not make the
-            # whole page its heading
-            if (
-                first_heading < 0
-                and (
-                    e.kind & K_H1
-                    or (e.flags & F_TITLED and not (e.flags & F_IN_PAGE_HF) and e.text <= HEADING_CHARS)
-                )
-                and not (e.flags & F_ANC_STRONG)
-                and e.text
+            # the page's identity heading: its first <h1> (HTML semantics: the heading, also
+            # inside a title-classed wrapper that adds a category or a date), else its first
+            # title-classed element; in a page-header region, not in strong chrome, and there
+            # only an <h1> (a header's menus have title-classed items). A title-classed element
+            # is a heading only when it is as short as one: a "title" word in a wrapper's class
+            # (even <body>'s: "no-header-title") does not make the whole page its heading
+            if e.flags & F_ANC_STRONG or not e.text:
+                continue
+            if first_h1 < 0 and e.kind & K_H1:
+                first_h1 = i
+            elif (
+                first_titled < 0
+                and e.flags & F_TITLED
+                and not (e.flags & F_IN_PAGE_HF)
+                and e.text <= HEADING_CHARS
             ):
-                first_heading = i
+                first_titled = i
+        first_heading = first_h1 if first_h1 >= 0 else first_titled
         self.anchor = self._find_anchors()
         self.container = self._choose()
         # the page heading: the first <h1> outside chrome, prepended when the container holds

@@ -461,7 +461,7 @@ cdef bint _same_words(const uint16_t *a, int na, const uint16_t *b, int nb) noex
 def heads_agree(bytes a, bytes b):
     """Whether two pages' headings allow them to be one document.
 
-    A page's identity is its heading (first ``<h1>`` or title-classed element); ``<title>`` is
+    A page's identity is its heading (first ``<h1>``, else title-classed element); ``<title>`` is
     a second name, often decorated with the site's. Headings are compared with headings, and a
     heading with the other page's title (a copy that titles itself with the original's
     ``<title>``); titles with titles only when a page has no heading. The pages agree when any
