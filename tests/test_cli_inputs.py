@@ -293,3 +293,51 @@ def test_read_ahead_keeps_order_raises_where_the_input_failed_and_stops_with_its
     for reader in readers:
         reader.join(timeout=5)
         assert not reader.is_alive()
+
+
+def test_chunks_close_at_a_size_and_keep_the_input_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Units go to the pool in chunks closed at ``CHUNK`` units or ``CHUNK_BYTES``: a run of
+    large pages makes small chunks (bounded memory), and the analyses come back in order."""
+    import neardup_scrapy.scanjobs as scanjobs
+    from neardup_scrapy.core.params import DetectorParams
+    from neardup_scrapy.inputs.base import JSON, Unit
+
+    records, _expected = make_crawl(seed=9, distinct=40)
+    pages = [r for r in records if "html" in r]
+    units = [
+        Unit(i + 1, JSON, json.dumps({**r, "html": r["html"] * (1 + i % 5)}).encode())
+        for i, r in enumerate(pages)
+    ]
+    sent: list[int] = []
+    original = scanjobs._context
+
+    def spying_context() -> Any:
+        context = original()
+        pool_class = context.Pool
+
+        def pool(*args: Any, **kwargs: Any) -> Any:
+            made = pool_class(*args, **kwargs)
+            apply_async = made.apply_async
+
+            def counted(fn: Any, chunk_args: tuple[list[Unit]]) -> Any:
+                sent.append(len(chunk_args[0]))
+                return apply_async(fn, chunk_args)
+
+            made.apply_async = counted
+            return made
+
+        context.Pool = pool
+        return context
+
+    monkeypatch.setattr(scanjobs, "_context", spying_context)
+    monkeypatch.setattr(scanjobs, "SMALL_INPUT", 8)
+    monkeypatch.setattr(scanjobs, "CHUNK_BYTES", 1)  # every unit is over it: chunks of one
+    params = DetectorParams()
+
+    def digests(jobs: int) -> list[tuple[int, bytes | None]]:
+        found = scanjobs.analysed(units, params, 0, jobs)
+        return [(u.number, a.sketch.digest if a and a.sketch else None) for u, _r, a in found]
+
+    one, two = digests(1), digests(2)
+    assert one == two and [n for n, _ in two] == [u.number for u in units]
+    assert sent == [1] * len(units)  # closed by size, not by count
