@@ -473,7 +473,6 @@ cdef enum:
 cdef int _rel_navigation(const unsigned char *v, size_t n) noexcept:
     """``REL_SERIES`` and/or ``REL_NAVIGATION`` for the tokens of a ``rel`` value, else 0."""
     cdef size_t start = 0, end
-    cdef Py_ssize_t i
     cdef int out = 0
     while start < n:
         while start < n and _is_space(v[start]):
@@ -482,22 +481,25 @@ cdef int _rel_navigation(const unsigned char *v, size_t n) noexcept:
         while end < n and not _is_space(v[end]):
             end += 1
         if end > start:
-            for i in range(PyTuple_GET_SIZE(_SERIES_RELS)):
-                if _ieq(v + start, end - start, PyBytes_AS_STRING(<object>PyTuple_GET_ITEM(_SERIES_RELS, i))):
-                    out |= REL_SERIES
-            for i in range(PyTuple_GET_SIZE(_NAVIGATION_RELS)):
-                if _ieq(v + start, end - start, PyBytes_AS_STRING(<object>PyTuple_GET_ITEM(_NAVIGATION_RELS, i))):
-                    out |= REL_NAVIGATION
+            if _is_one_of(v + start, end - start, _SERIES_RELS):
+                out |= REL_SERIES
+            if _is_one_of(v + start, end - start, _NAVIGATION_RELS):
+                out |= REL_NAVIGATION
         start = end
     return out
 
 
-cdef bint _role_is_chrome(const unsigned char *v, size_t n) noexcept:
+cdef bint _is_one_of(const unsigned char *v, size_t n, tuple names) noexcept:
+    """Whether ``v[:n]`` equals one of ``names`` (bytes), ASCII case ignored."""
     cdef Py_ssize_t i
-    for i in range(PyTuple_GET_SIZE(_CHROME_ROLES)):
-        if _ieq(v, n, PyBytes_AS_STRING(<object>PyTuple_GET_ITEM(_CHROME_ROLES, i))):
+    for i in range(PyTuple_GET_SIZE(names)):
+        if _ieq(v, n, PyBytes_AS_STRING(<object>PyTuple_GET_ITEM(names, i))):
             return True
     return False
+
+
+cdef bint _role_is_chrome(const unsigned char *v, size_t n) noexcept:
+    return _is_one_of(v, n, _CHROME_ROLES)
 
 
 cdef bint _style_hides(const unsigned char *v, size_t n) noexcept nogil:
