@@ -183,7 +183,11 @@ def build_parser() -> argparse.ArgumentParser:
     scan.add_argument("--num-perm", type=int, default=128, metavar="N", help="MinHash permutations (128)")
     scan.add_argument("--shingle-size", type=int, default=5, metavar="N", help="words per shingle (5)")
     scan.add_argument(
-        "--min-tokens", type=int, default=10, metavar="N", help="shorter pages are matched exactly only (10)"
+        "--min-tokens",
+        type=int,
+        default=10,
+        metavar="N",
+        help="shorter pages are matched exactly only, or as views of their own address (10)",
     )
     scan.add_argument(
         "--simhash-distance",

@@ -171,6 +171,28 @@ def test_a_view_of_the_same_address_holding_part_of_the_page_is_a_near_duplicate
     assert check_pair(article, part, url_a=base, url_b="http://127.0.0.1/news/bridge-print") == "unique"
 
 
+@pytest.mark.parametrize("base_first", [True, False])
+def test_a_view_of_a_page_of_a_few_words_is_found_by_alignment(base_first: bool) -> None:
+    """A generated page whose title is all its text (too short for shingles: it is matched
+    exactly only) and a view of its address with a dateline added: the same page in either
+    order; the view's text at another address, or another item's page, is not."""
+    base, view = "http://127.0.0.1/api/Timestamp.value.html", "http://127.0.0.1/api/Timestamp.value.html?v=2"
+    short = page("pandas.Timestamp.value", "Timestamp.value")
+    dated = page("pandas.Timestamp.value", "Revised 22 Nov 2023, 10:13 JST Timestamp.value")
+    first, second = ((base, short), (view, dated)) if base_first else ((view, dated), (base, short))
+    det = NearDupDetector()
+    assert det.check(*first).status == "unique"
+    verdict = det.check(*second)
+    assert verdict.status == "near" and verdict.duplicate_of == first[0]
+    assert verdict.reason is not None and "another view of the same address" in verdict.reason
+    assert (
+        check_pair(short, dated, url_a=base, url_b="http://127.0.0.1/api/Timestamp.value-dated.html")
+        == "unique"
+    )
+    other = page("pandas.Timestamp.year", "Revised 22 Nov 2023, 10:13 JST Timestamp.year")
+    assert check_pair(short, other, url_a=base, url_b=view) == "unique"
+
+
 def test_a_view_whose_text_is_mostly_its_own_is_another_page() -> None:
     """A query that selects other content (page 2 of a listing) shares a little of the first."""
     body = words(900, 7)

@@ -26,6 +26,7 @@ import logging
 import os
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -534,6 +535,11 @@ class NearDupDetector:
     def _exact_only_reason(self) -> str:
         return f"fewer than {self.params.min_tokens} tokens: matched exactly only"
 
+    def _judge_view(
+        self, similarity: float, _hamming: int, *, profiles: tuple[bytes, bytes], urls: tuple[str, str]
+    ) -> str | None:
+        return self._rule.view(similarity, profiles=profiles, urls=urls)
+
     def _decide(self, url: str, sketch: Sketch, batch: DocBatch | None, exact_only: bool) -> _Match:
         if batch is None or not len(batch):
             return self._no_candidate(exact_only)
@@ -573,13 +579,18 @@ class NearDupDetector:
                 matched_url=batch.urls[row],
                 reason="identical main text",
             )
+        # A page too short for shingles is matched exactly, or as another view of its own
+        # address (verification rule 6, measured by alignment), in whichever order pages come.
+        judge: Callable[..., str | None] = self._rule.judge
         if exact_only:
-            return _Match("unique", reason=self._exact_only_reason())
+            if self.params.algorithm == "simhash":
+                return _Match("unique", reason=self._exact_only_reason())
+            judge = self._judge_view
 
         reasons: dict[int, str] = {}
         for i in range(len(batch)):
             if alive[i]:
-                why = self._rule.judge(
+                why = judge(
                     sims[i],
                     dists[i],
                     profiles=(sketch.profile, known.profile(ids[i])),
@@ -588,6 +599,8 @@ class NearDupDetector:
                 if why is not None:
                     reasons[i] = why
         if not reasons:
+            if exact_only:
+                return _Match("unique", reason=self._exact_only_reason())
             return _Match("unique", reason=f"{len(batch)} candidate(s), none similar enough")
         candidate_roots = sorted({roots[i] for i in reasons})
         known.prefetch(candidate_roots)
@@ -596,7 +609,7 @@ class NearDupDetector:
         accepted: list[tuple[float, int, int, int, bool]] = []  # (similarity, -root, root, best_row, direct)
         for root in candidate_roots:
             rep = known.find(root)
-            verdict = self._rule.judge(
+            verdict = judge(
                 rep.similarity, rep.hamming, profiles=(sketch.profile, rep.profile), urls=(url, rep.url)
             )
             direct = verdict is not None

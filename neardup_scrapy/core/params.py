@@ -83,7 +83,8 @@ class DetectorParams:
         shingle_size: words (or characters, with ``shingle_kind="char"``) per shingle.
         shingle_kind: ``"word"`` or ``"char"`` (for languages written without spaces).
         simhash_distance: SimHash block tables find candidates within this many bits (0..8).
-        min_tokens: pages with fewer tokens are matched only exactly.
+        min_tokens: pages with fewer tokens are matched only exactly (or as another view of their own
+            address: verification rule 6).
         scope: ``"global"`` compares all pages; ``"host"`` only pages of one host.
         max_text_chars: main text is cut at this many characters.
         mask_digits: replace every digit by ``0`` (off: numbers are content; see ``mask_dates``).

@@ -26,7 +26,8 @@ class Verdict:
         matched: url of the page the candidate check matched (may be a cluster member, not
             the representative).
         tokens: number of main-content tokens.
-        exact_only: the page had fewer than ``min_tokens`` tokens and was matched exactly only.
+        exact_only: the page had fewer than ``min_tokens`` tokens and was matched exactly only
+            (or as another view of its own address: verification rule 6).
         doc_id: position of the page in the index (``None`` when skipped or not stored).
     """
 

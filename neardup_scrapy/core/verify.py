@@ -26,8 +26,12 @@ the threshold (0.8 by default):
    intersection estimated from ``J`` and their sizes, ``|A & B| = J (|A| + |B|) / (1 + J)``.
    A query selects a view of one resource; a view that holds part of it (a print view of the
    article body alone, a page with a notice added) is the resource, not another document.
+   Texts too short for shingles to measure this (a page of a few words: a generated page
+   whose title is all its text) are measured by their edit sketches instead: the share of the
+   shorter text's tokens that the alignment finds, in order, in the longer one.
 
-Pages with fewer than ``min_tokens`` tokens are matched only exactly. With
+Pages with fewer than ``min_tokens`` tokens are matched only exactly, or as another view of
+their own address (rule 6, measured by alignment). With
 ``algorithm="simhash"`` rule 4 reads "Hamming distance ``<= simhash_distance``" instead.
 """
 
@@ -100,6 +104,20 @@ def edit_places(profile_a: bytes, profile_b: bytes) -> tuple[int, bool, float] |
     return len(regions), inserts_only, changed
 
 
+def held_in_order(profile_a: bytes, profile_b: bytes) -> float:
+    """Share of the shorter text's tokens that the edit-sketch alignment matches, in order, in
+    the longer text (containment measured without shingles: usable for texts of a few words);
+    0 when the texts cannot be aligned."""
+    aligned = edit_regions(profile_a, profile_b)
+    if aligned is None:
+        return 0.0
+    totals = (profile_tokens(profile_a), profile_tokens(profile_b))
+    side = 0 if totals[0] <= totals[1] else 1
+    if not totals[side]:
+        return 0.0
+    return max(0.0, 1.0 - sum(region[side] for region in aligned[1]) / totals[side])
+
+
 class PairRule:
     """The near-duplicate rule (module docstring) for one set of :class:`DetectorParams`."""
 
@@ -146,13 +164,23 @@ class PairRule:
             revised = count <= MAX_REVISED_REGIONS and changed <= MAX_REVISED_SHARE
             if revised and not other_release(url_a, url_b):
                 return f"J~{similarity:.2f}: a revised copy ({count} rewritten passage(s))"
-        same_address = url_a != url_b and resource_of(url_a) == resource_of(url_b)
-        if not simhash_mode and same_address and profile_a and profile_b:
-            held = self.containment(similarity, profile_tokens(profile_a), profile_tokens(profile_b))
-            if held >= self.threshold:
-                return (
-                    f"J~{similarity:.2f}: another view of the same address ({held:.0%} of the shorter text)"
-                )
+        if simhash_mode:
+            return None
+        return self.view(similarity, profiles=profiles, urls=urls)
+
+    def view(self, similarity: float, *, profiles: tuple[bytes, bytes], urls: tuple[str, str]) -> str | None:
+        """Rule 6 alone (after rule 3): why page A is another view of B's address, or ``None``."""
+        profile_a, profile_b = profiles
+        url_a, url_b = urls
+        if url_a == url_b or resource_of(url_a) != resource_of(url_b) or not (profile_a and profile_b):
+            return None
+        if not heads_agree(profile_a, profile_b):
+            return None
+        held = self.containment(similarity, profile_tokens(profile_a), profile_tokens(profile_b))
+        if held < self.threshold:
+            held = max(held, held_in_order(profile_a, profile_b))
+        if held >= self.threshold:
+            return f"J~{similarity:.2f}: another view of the same address ({held:.0%} of the shorter text)"
         return None
 
     def containment(self, similarity: float, tokens_a: int, tokens_b: int) -> float:
