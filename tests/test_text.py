@@ -901,3 +901,22 @@ def test_the_h1_inside_a_title_classed_wrapper_is_the_identity_heading() -> None
     # without an <h1>, a short title-classed element is the heading
     doc = doc.replace("<h1 class='entry-title'>", "<p>").replace("</h1>", "</p>")
     assert T.extract(T.parse_plain(doc)).heading.endswith("We support the climate strike")
+
+
+def test_an_h1_written_apart_from_the_title_still_keeps_the_text_from_a_teaser_feed() -> None:
+    """A headline that shares few words with the page's SEO ``<title>`` matches no title, but the
+    page's one ``<h1>`` is its document's heading: beside a long feed of teaser cards (each a link
+    holding a heading and a summary, more text than the article), the text is the article's."""
+    cards = "".join(
+        f'<article class="item"><a href="/n/{i}"><h4>Teaser headline {i} of another story</h4>'
+        f"<p>{prose(3, f'card{i}')}</p></a></article>"
+        for i in range(40)
+    )
+    body = (
+        '<div class="container"><div class="row"><div class="col">'
+        f"<h1>River crossing opens after years of delay, mayor says</h1><p>{prose(12, 'story')}</p>"
+        f'</div></div></div><div class="container"><section class="stack">{cards}</section></div>'
+    )
+    text = html_to_text(page(body, head="<title>New bridge: town celebrates at last | Daily</title>"))
+    assert text.startswith("River crossing opens") and "story sentence 11" in text
+    assert "Teaser headline" not in text

@@ -16,7 +16,8 @@ and its ``<article>`` descendants. Everything after the walk is arithmetic over 
    block (paragraph, list, heading, data table: a table that holds the page's title heading
    lays the page out and is descended), nor away from a heading among the node's children
    (a document of headed sections stays whole); when the page has a *title heading* (the
-   heading that matches ``<title>``), only into the branch holding it and more than it, so a
+   heading that matches ``<title>``; else its one ``<h1>`` outside chrome, a headline written
+   apart from the page's title), only into the branch holding it and more than it, so a
    page's heading stays with its text. A page that frames a copied document (an archive, a
    wiki) labels it with an ``<h1>`` holding the document's heading and more ("Site:
    Document"): the later heading is the title heading, and the label weighs nothing.
@@ -885,7 +886,7 @@ cdef class Extractor:
         cdef tuple rank, best_rank = (0, 0)
         cdef list framed = []
         cdef Py_ssize_t k
-        cdef int32_t outer, inner
+        cdef int32_t outer, inner, only
         cdef set inner_words
         self.anchors = []
         self.frame = -1
@@ -926,6 +927,18 @@ cdef class Extractor:
                     self.anchors = [inner]
                     self.frame = outer
                     return inner
+        if not self.anchors:
+            # No heading matches <title> (a headline written apart from the page's SEO title):
+            # a page's one <h1> outside chrome is still its document's heading (HTML semantics)
+            only = -1
+            for i in range(self.n_elems):
+                e = &self.elems[i]
+                if e.kind & K_H1 and not (e.flags & (F_ANC_HARD | F_IN_PAGE_HF)) and e.tend > e.tstart:
+                    if only >= 0:
+                        return -1
+                    only = i
+            if only >= 0:
+                self.anchors = [only]
         return self.anchors[0] if self.anchors else -1
 
     cdef bint _holds_anchor(self, int32_t i) noexcept:
