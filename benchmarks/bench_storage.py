@@ -109,28 +109,36 @@ def redis_used_memory(client: Any) -> int:
     return int(client.info("memory")["used_memory"])
 
 
-def cluster_used_memory(client: Any) -> int:
-    """Sum of ``used_memory`` over the cluster's primaries."""
+def cluster_used_memory(client: Any, *, replication: bool = True) -> int:
+    """Sum of ``used_memory`` over the cluster's primaries; without ``replication``, less their
+    replication buffers (the backlog fills to ``repl-backlog-size``, 1 MB, whatever the index)."""
     total = 0
     for node in client.get_primaries():
         info = client.info("memory", target_nodes=node)
         if node.name in info:  # some redis-py versions key the reply by node
             info = info[node.name]
         total += int(info["used_memory"])
+        if not replication:
+            total -= int(info.get("mem_total_replication_buffers", info.get("mem_replication_backlog", 0)))
     return total
 
 
+def cluster_index_memory(client: Any) -> int:
+    return cluster_used_memory(client, replication=False)
+
+
 def shared_store(
-    store: RedisStorage, pages: list[tuple[DocRecord, np.ndarray[Any, Any]]], used_memory: Any
-) -> tuple[float, float, float, float]:
-    """Fill a Redis store: B/page (``used_memory`` growth), seconds, round trips per page, sampled B/page."""
+    store: RedisStorage, pages: list[tuple[DocRecord, np.ndarray[Any, Any]]], *meters: Any
+) -> tuple[list[float], float, float, float]:
+    """Fill a Redis store: B/page by each meter (growth), seconds, round trips per page, sampled B/page."""
     store.open(PARAMS.index_signature())
     client = store._client
-    before = used_memory(client)
+    before = [meter(client) for meter in meters]
     store.round_trips = 0
     seconds = fill(store, pages)
     n = len(pages)
-    out = ((used_memory(client) - before) / n, seconds, store.round_trips / n, store.memory_bytes() / n)
+    grown = [(meter(client) - b) / n for meter, b in zip(meters, before, strict=True)]
+    out = (grown, seconds, store.round_trips / n, store.memory_bytes() / n)
     store.wipe()
     store.close()
     return out
@@ -143,7 +151,7 @@ def footprint(sizes: list[int], redis_url: str | None, cluster_url: str | None =
     print(
         f"{'pages':>9} {'memory B/page':>14} {'disk B/page':>12} {'redis B/page':>13} {'(sampled)':>10}"
         f" {'disk us/page':>13} {'redis us/page':>14} {'cluster B/page':>15} {'cluster us/page':>16}"
-        f" {'cluster trips':>14}"
+        f" {'cluster trips':>14} {'cluster B/page without replication buffers':>43}"
     )
     signature = PARAMS.index_signature()
     for n in sizes:
@@ -158,18 +166,21 @@ def footprint(sizes: list[int], redis_url: str | None, cluster_url: str | None =
             disk_time = fill(disk, pages)
             disk.close()
             disk_bpp = os.path.getsize(os.path.join(tmp, "index.sqlite")) / n
-        redis_bpp = sampled = redis_time = cluster_bpp = cluster_time = trips = float("nan")
+        redis_bpp = sampled = redis_time = float("nan")
+        cluster_bpp = cluster_index_bpp = cluster_time = trips = float("nan")
         if redis_url:
-            redis_bpp, redis_time, _, sampled = shared_store(
+            (redis_bpp,), redis_time, _, sampled = shared_store(
                 RedisStorage(redis_url, prefix=f"bench-{uuid.uuid4().hex[:8]}"), pages, redis_used_memory
             )
         if cluster_url:
             cluster = RedisClusterStorage(cluster_url, prefix=f"bench-{uuid.uuid4().hex[:8]}")
-            cluster_bpp, cluster_time, trips, _ = shared_store(cluster, pages, cluster_used_memory)
+            (cluster_bpp, cluster_index_bpp), cluster_time, trips, _ = shared_store(
+                cluster, pages, cluster_used_memory, cluster_index_memory
+            )
         print(
             f"{n:>9} {mem_bpp:>14.0f} {disk_bpp:>12.0f} {redis_bpp:>13.0f} {sampled:>10.0f}"
             f" {disk_time / n * 1e6:>13.0f} {redis_time / n * 1e6:>14.0f} {cluster_bpp:>15.0f}"
-            f" {cluster_time / n * 1e6:>16.0f} {trips:>14.2f}"
+            f" {cluster_time / n * 1e6:>16.0f} {trips:>14.2f} {cluster_index_bpp:>43.0f}"
         )
 
 
@@ -243,6 +254,8 @@ def timing(urls: dict[str, str], limit: int, rounds: int, variants: list[str]) -
     ``memory``: of the best wall times, the median of the per-round wall ratios (each round's
     variants run back to back) and of client + server CPU.
     """
+    if rounds < 1:
+        return
     source, pages = real_pages(limit)
     print(f"\ndet.check time per page over {len(pages)} {source} pages (best of {rounds}, interleaved)")
     runs: dict[str, list[dict[str, float]]] = {v: [] for v in variants}

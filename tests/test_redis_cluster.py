@@ -18,7 +18,7 @@ from test_storage_support import corpus
 
 from neardup_scrapy.core import NearDupDetector
 from neardup_scrapy.core.storage import StorageError, open_storage
-from neardup_scrapy.core.storage.base import Commit
+from neardup_scrapy.core.storage.base import Commit, ParameterMismatchError
 from neardup_scrapy.core.storage.redis_cluster import RedisClusterStorage
 from neardup_scrapy.core.storage.redis_store import bucket_fields, pack_record
 
@@ -49,13 +49,18 @@ def test_index_is_spread_over_all_primaries(
     assert len(per_primary) == 3
     counts = {port: len(found) for port, found in per_primary.items()}
     total = sum(counts.values())
-    assert total > 300  # 150 records, group metas and shards, the {P} keys
+    assert total > 150  # group metas and shards, the records' hash, the {P} keys
     assert all(n > total / 6 for n in counts.values()), counts  # each primary holds a fair share
-    # records and buckets of every primary; the serialisation slot's keys on one primary only
+    # buckets on every primary; the serialisation slot's keys on one primary only; 150 records
+    # in one hash (256 per hash), whose fields are the ids modulo 256
     for found in per_primary.values():
-        names = [k.decode() for k in found]
-        assert any(n.startswith(f"{prefix}:d:") for n in names)
-        assert any(n.startswith(f"{{{prefix}:g") for n in names)
+        assert any(k.decode().startswith(f"{{{prefix}:g") for k in found)
+    records = [k for found in per_primary.values() for k in found if k.decode() == f"{prefix}:r:0"]
+    assert len(records) == 1
+    owner = RedisClusterStorage(url, prefix=prefix)
+    owner.open(SIGNATURE)
+    assert owner._client.hlen(records[0]) == 150
+    owner.close()
     tagged = Counter(
         port for port, found in per_primary.items() for k in found if k.startswith(f"{{{prefix}}}".encode())
     )
@@ -214,3 +219,15 @@ def test_page_table_past_its_first_chunk(redis_cluster_url: tuple[str, str]) -> 
     hist, largest = store.clusters(max_clusters=1, max_members=4)
     assert hist == {4: 1} and largest[0]["representative"] == a.url
     store.close()
+
+
+def test_an_index_of_another_layout_is_refused(redis_cluster_url: tuple[str, str]) -> None:
+    """An index written by a version that kept one key per record is not read as an empty one."""
+    url, prefix = redis_cluster_url
+    store = RedisClusterStorage(url, prefix=prefix)
+    store.open(SIGNATURE)
+    store._client.hset(f"{{{prefix}}}:m", "format", "neardup-redis-cluster/1")
+    store.close()
+    again = RedisClusterStorage(url, prefix=prefix)
+    with pytest.raises(ParameterMismatchError, match="layout: stored 'neardup-redis-cluster/1'"):
+        again.open(SIGNATURE)

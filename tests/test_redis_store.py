@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from test_storage_support import corpus, free_port, have_redis_server, private_r
 from neardup_scrapy.core import NearDupDetector
 from neardup_scrapy.core.params import DetectorParams
 from neardup_scrapy.core.storage.base import Commit, StorageError
-from neardup_scrapy.core.storage.redis_store import RedisStorage, safe_url
+from neardup_scrapy.core.storage.redis_store import RedisStorage, pack_record, safe_url, unpack_tail
 from neardup_scrapy.core.storage.retry import RetryPolicy
 
 pytestmark = pytest.mark.redis
@@ -147,6 +148,36 @@ def test_detector_ttl_forgets_old_pages(redis_url: tuple[str, str]) -> None:
     time.sleep(2.1)
     assert det.check(url2 + "?again", text=text).status == "unique"
     det.close()
+
+
+@pytest.mark.parametrize(
+    ("url", "host"),
+    [
+        ("https://a.example/x?q=1", "a.example"),
+        ("http://a.example", "a.example"),
+        ("https://a.example.evil/x", "a.example"),  # the host is a prefix of another host
+        ("https://b.example/x", "a.example"),
+        ("\x01raw", "a.example"),  # starts with a byte that means a packed prefix
+        ("\x00", ""),
+        ("", "a.example"),
+        ("https://h\u00e9.example/\u00e9", "h\u00e9.example"),
+    ],
+)
+def test_record_urls_round_trip_with_their_host_prefix_packed(url: str, host: str) -> None:
+    rec = replace(record("https://a.example/1", seed=1), url=url, host=host)
+    packed = pack_record(rec)
+    assert unpack_tail(packed, len(rec.signature))[::3] == (host, url)
+    if host and url.startswith(f"https://{host}"):  # one byte for scheme and host
+        assert len(packed) == len(pack_record(replace(rec, url=""))) + 1 + len(url.encode()) - len(
+            f"https://{host}".encode()
+        )
+
+
+def test_records_written_with_the_whole_url_still_read() -> None:
+    rec = record("https://a.example/1", seed=1)
+    packed = pack_record(rec)
+    old = packed[: -len("/1") - 1] + rec.url.encode()  # the layout before the prefix was packed
+    assert unpack_tail(old, len(rec.signature))[3] == rec.url
 
 
 def test_safe_url_hides_password() -> None:

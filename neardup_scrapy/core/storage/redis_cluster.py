@@ -18,7 +18,9 @@ This store splits the index by hash tags (``P`` is the prefix; it may not contai
   linear-hashing table of its own (``{P:g<k>}:m`` level/split pointer/bucket count,
   ``{P:g<k>}:s:<n>`` listpack shards, ``{P:g<k>}:o:<field>`` overflowed buckets), so a split
   moves fields between keys of one slot. Groups spread over all slots, hence all primaries.
-* ``P:d:<id>`` -- page records (packed as in the single-server store), no hash tag: spread.
+* ``P:r:<id // 256>`` -- page records (packed as in the single-server store), 256 per hash,
+  field ``<id mod 256>``, no hash tag: spread. A key per record costs Redis about 110 bytes
+  (key, object, entry, the cluster's slot index) beside the record; a field of a hash about 40.
 
 A check takes these round trips (one cluster pipeline each; its commands go to their nodes):
 
@@ -48,8 +50,10 @@ conflicting writer drops its record and takes a new id, so ids have gaps, ``len(
 
 Faults: as the single-server store (retries with backoff, then :class:`~.base.StorageError`, a
 cooldown, idempotent commits with deadlines); a failover is ridden out by redis-py's cluster
-retries (it follows ``MOVED`` and refreshes the slot map) and ours. Expiry (``ttl``): records
-expire; readers skip ids whose record is gone; bucket entries are not pruned.
+retries (it follows ``MOVED`` and refreshes the slot map) and ours. Expiry (``ttl``): readers
+skip records older than ``ttl`` (their time added); a hash of records expires ``ttl`` after the
+last record written to it (Redis 7.0 has no expiry per field), so the memory of a record is
+given back at most ``ttl`` plus the time its hash took to fill; bucket entries are not pruned.
 """
 
 from __future__ import annotations
@@ -73,6 +77,7 @@ from .base import (
     CommitResult,
     DocBatch,
     I64Array,
+    ParameterMismatchError,
     StorageError,
     U64Array,
     pinned_keys,
@@ -86,6 +91,7 @@ from .redis_store import (
     RedisStorage,
     _bytes,
     _roots,
+    _text,
     bucket_fields,
     pack_record,
     safe_url,
@@ -97,7 +103,10 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 DEFAULT_CLUSTER_URL = "redis://127.0.0.1:7000/0"
-FORMAT = "neardup-redis-cluster/1"
+FORMAT = "neardup-redis-cluster/2"
+#: Page records per hash (``P:r:<id // RECORDS_PER_KEY>``): a dict of up to 256 entries keeps
+#: its table at 256 slots.
+RECORDS_PER_KEY = 256
 GROUPS = 256
 LOG_SIZE = 1024
 
@@ -215,7 +224,17 @@ if redis.call('EXISTS', M) == 0 then
   redis.call('HSET', M, 'format', ARGV[2], 'next', 0, 'seq', 0, 'count', 0, 'load', ARGV[3],
     'maxval', ARGV[4], 'groups', ARGV[5], 'hosts', 0)
 end
-return {stored, redis.call('HMGET', M, 'load', 'maxval', 'groups')}
+return {stored, redis.call('HMGET', M, 'load', 'maxval', 'groups'), redis.call('HGET', M, 'format')}
+"""
+
+# KEYS[1] a hash of records; ARGV: fields -> the first 16 bytes (the head) of each record, or ""
+_LUA_HEADS = r"""
+local out = {}
+for i = 1, #ARGV do
+  local rec = redis.call('HGET', KEYS[1], ARGV[i])
+  out[i] = rec and string.sub(rec, 1, 16) or ''
+end
+return out
 """
 
 # ARGV: P, alloc (0/1), first id (when the index must be created again) -> {seq, id or -1, time s, time us}
@@ -373,6 +392,7 @@ _SCRIPTS = {
     "table": _LUA_TABLE_RANGE,
     "mirror_tables": _LUA_MIRROR_TABLES,
     "commit": _LUA_COMMIT,
+    "heads": _LUA_HEADS,
 }
 
 
@@ -492,7 +512,9 @@ class RedisClusterStorage(RedisStorage):
             self._client.execute_command("SCRIPT LOAD", source, target_nodes=RedisCluster.ALL_NODES)
 
     def _init_index(self) -> None:
-        stored_raw, limits = self._eval("init", self._base, self._init_args, "open")
+        stored_raw, limits, layout = self._eval("init", self._base, self._init_args, "open")
+        if _text(layout) != FORMAT:
+            raise ParameterMismatchError(self.where, {"layout": (_text(layout), FORMAT)})
         self._load, self._maxval, self.groups = (int(v) for v in limits)
         self._group_bases = ["{" + f"{self.prefix}:g{k}" + "}" for k in range(self.groups)]
         self._check_parameters(stored_raw)
@@ -654,6 +676,10 @@ class RedisClusterStorage(RedisStorage):
         return self._commit_result(reply)
 
     # -- round trips -----------------------------------------------------------------------------
+    def _record_at(self, doc: int) -> tuple[str, bytes]:
+        """The hash and field of page ``doc``'s record."""
+        return f"{self.prefix}:r:{doc // RECORDS_PER_KEY}", b"%d" % (doc % RECORDS_PER_KEY)
+
     def _read_buckets(self, fields: list[bytes]) -> list[bytes]:
         """The first ids of each bucket (``b""`` for none), one group script per group, pipelined."""
         by_group: dict[int, list[int]] = {}
@@ -679,13 +705,12 @@ class RedisClusterStorage(RedisStorage):
         if not ids:
             return set()
         first = ids[:prefetch]
-        prefix = self.prefix
         sha = self._shas["status"]
 
         def read(pipe: Any) -> None:
             self._script_in(pipe, sha, self._base, self._base, *ids)
             for doc in first:
-                pipe.get(f"{prefix}:d:{doc}")
+                pipe.hget(*self._record_at(doc))
 
         replies = self._pipeline(read, "fetch")
         roots = [int(r) for r in replies[0]]
@@ -702,7 +727,7 @@ class RedisClusterStorage(RedisStorage):
             else:
                 later.append(doc)
         if later:  # more candidates than prefetched: their records in one more round trip
-            recs = self._pipeline(lambda pipe: [pipe.get(f"{prefix}:d:{d}") for d in later], "fetch")
+            recs = self._pipeline(lambda pipe: [pipe.hget(*self._record_at(d)) for d in later], "fetch")
             index = {d: k for k, d in enumerate(ids)}
             for doc, rec in zip(later, recs, strict=True):
                 if rec:
@@ -720,16 +745,17 @@ class RedisClusterStorage(RedisStorage):
         ttl = 0 if self.ttl is None or not math.isfinite(self.ttl) else max(1, math.ceil(self.ttl))
         orphans = list(self._orphans)
 
+        key, field = self._record_at(doc)
+
         def write(pipe: Any) -> None:
+            pipe.hset(key, field, payload)
             if ttl:
-                pipe.set(f"{self.prefix}:d:{doc}", payload, ex=ttl)
-            else:
-                pipe.set(f"{self.prefix}:d:{doc}", payload)
+                pipe.expire(key, ttl)
             for g, group_fields in sorted(by_group.items()):
                 base = self._group_bases[g]
                 self._script_in(pipe, sha, base, base, self._load, self._maxval, packed, *group_fields)
             for old in orphans:
-                pipe.delete(f"{self.prefix}:d:{old}")
+                pipe.hdel(*self._record_at(old))
 
         self._pipeline(write, "write")
         del self._orphans[: len(orphans)]
@@ -828,7 +854,7 @@ class RedisClusterStorage(RedisStorage):
         ids, parents = self._page_table()
         if not len(ids):
             return {}, []
-        heads = self._per_key("GETRANGE", [f"{self.prefix}:d:{d}" for d in ids.tolist()], (0, 15), "clusters")
+        heads = self._heads(ids.tolist())
         keep = [k for k, h in enumerate(heads) if len(h) >= 16]  # expired records left out
         unpacked = [_HEAD.unpack(bytes(heads[k])) for k in keep]
         kept_ids = ids[keep]
@@ -844,9 +870,32 @@ class RedisClusterStorage(RedisStorage):
             describe=self._describe,
         )
 
+    def _heads(self, ids: list[int]) -> list[bytes]:
+        """The 16-byte heads of the records of ``ids`` (``b""`` for none): a script per hash of
+        records, in pipelines of 1000 hashes."""
+        by_key: dict[str, list[int]] = {}
+        for k, doc in enumerate(ids):
+            by_key.setdefault(self._record_at(doc)[0], []).append(k)
+        keys = list(by_key)
+        sha = self._shas["heads"]
+        out: list[bytes] = [b""] * len(ids)
+        for start in range(0, len(keys), 1000):
+            part = keys[start : start + 1000]
+
+            def fill(pipe: Any, part: list[str] = part) -> None:
+                for key in part:
+                    fields = [self._record_at(ids[k])[1] for k in by_key[key]]
+                    node = self._client.get_node_from_key(key)
+                    pipe.execute_command("EVALSHA", sha, 1, key, *fields, target_nodes=node)
+
+            for key, reply in zip(part, self._pipeline(fill, "clusters"), strict=True):
+                for k, head in zip(by_key[key], reply, strict=True):
+                    out[k] = bytes(head)
+        return out
+
     def _describe(self, ids: Sequence[int]) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []
-        for rec in self._per_key("GET", [f"{self.prefix}:d:{d}" for d in ids], (), "clusters"):
+        for rec in self._per_key("HGET", [self._record_at(d) for d in ids], (), "clusters"):
             if not rec:
                 out.append(("", ""))
                 continue
@@ -855,14 +904,14 @@ class RedisClusterStorage(RedisStorage):
         return out
 
     def _per_key(self, command: str, keys: list[Any], args: tuple[Any, ...], what: str) -> list[Any]:
-        """``command key *args`` for every key, in pipelines of 1000."""
+        """``command key *args`` for every key (a tuple: ``key field``), in pipelines of 1000."""
         out: list[Any] = []
         for start in range(0, len(keys), 1000):
             part = keys[start : start + 1000]
 
             def fill(pipe: Any, part: list[Any] = part) -> None:
                 for key in part:
-                    pipe.execute_command(command, key, *args)
+                    pipe.execute_command(command, *(key if isinstance(key, tuple) else (key,)), *args)
 
             out += self._pipeline(fill, what)
         return out
@@ -881,7 +930,10 @@ class RedisClusterStorage(RedisStorage):
             for base, (level, split) in zip(self._group_bases, metas, strict=True):
                 count = (1 << int(level or 0)) + int(split or 0)
                 shard_keys += [f"{base}:s:{n}" for n in range(count)]
-            sample_docs = [f"{self.prefix}:d:{i}" for i in range(0, top, max(1, top // 200))][:200]
+            record_keys = -(-top // RECORDS_PER_KEY)
+            sample_docs = [f"{self.prefix}:r:{i}" for i in range(0, record_keys, max(1, record_keys // 200))][
+                :200
+            ]
             sample_shards = shard_keys[:: max(1, len(shard_keys) // 200)][:200]
             fixed = [f"{self._base}:{name}" for name in ("log", "hc", "hk", "hv", "m")]
             fixed += [f"{self._base}:t:{chunk}" for chunk in range((top >> 20) + 1)]
@@ -894,8 +946,8 @@ class RedisClusterStorage(RedisStorage):
             shards = sizes[len(sample_docs) : len(sample_docs) + len(sample_shards)]
             total = sum(sizes[len(sample_docs) + len(sample_shards) :])
             live_docs = [s for s in docs if s]
-            if live_docs:
-                total += int(sum(live_docs) / len(live_docs) * pages)
+            if live_docs:  # hashes of records, the last one partly filled
+                total += int(sum(live_docs) / len(live_docs) * pages / RECORDS_PER_KEY)
             if shards:
                 total += int(sum(shards) / len(shards) * len(shard_keys))
             return int(total)
@@ -909,7 +961,7 @@ class RedisClusterStorage(RedisStorage):
         def delete() -> int:
             keys = [
                 key
-                for pattern in (f"{self.prefix}:d:*", f"{{{self.prefix}}}:*", f"{{{self.prefix}:g*")
+                for pattern in (f"{self.prefix}:r:*", f"{{{self.prefix}}}:*", f"{{{self.prefix}:g*")
                 for key in client.scan_iter(match=pattern, count=1000)
             ]
             return sum(int(n) for n in self._per_key("DEL", keys, (), "wipe"))

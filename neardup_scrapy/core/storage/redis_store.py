@@ -11,7 +11,9 @@ Key layout (``P`` is the prefix, one index per prefix; every value is packed bin
   Hamming ``i8``, similarity ``f16``, time added ``f64``, SimHash ``u64``, digest (16 bytes),
   the host (``u16`` length + UTF-8), the profile (``u16`` length + bytes), the signature
   (``num_perm`` bytes: the stored form, :data:`~neardup_scrapy.core.minhash.STORED_DTYPE`) and
-  the url. About 320 bytes + host + url at 128 permutations. With
+  the url, whose ``https://<host>`` or ``http://<host>`` prefix is one byte (``\x01``, ``\x02``;
+  ``\x00`` escapes a url starting with a byte below 3). About 190 bytes + host + url path at
+  128 permutations. With
   a ``ttl`` it carries ``EXPIRE ttl``.
 * ``P:s:<n>`` (hash, "shard"): the LSH buckets. A bucket key becomes a 6-byte field (the top
   48 bits of a 64-bit mix of the key); its value is the bucket's doc ids as packed little-endian
@@ -670,9 +672,30 @@ def pack_record(record: DocRecord) -> bytes:
             len(profile).to_bytes(2, "little"),
             profile,
             np.ascontiguousarray(record.signature, dtype=STORED_DTYPE).tobytes(),
-            record.url.encode("utf-8", "surrogatepass"),
+            _pack_url(record.url.encode("utf-8", "surrogatepass"), host_bytes),
         )
     )
+
+
+# Most urls repeat the record's host after their scheme; one byte stands for both. A record is a
+# string key of its own, and Redis rounds each value up to an allocator size class (256, 320 ...
+# bytes), so these 8 + len(host) bytes often decide the class.
+_URL_SCHEMES = (b"", b"https://", b"http://")  # by the first byte of a packed url
+
+
+def _pack_url(url: bytes, host: bytes) -> bytes:
+    for code in (1, 2):
+        head = _URL_SCHEMES[code] + host
+        if host and url.startswith(head):
+            return bytes((code,)) + url[len(head) :]
+    return b"\x00" + url if url[:1] < b"\x03" and url else url
+
+
+def _unpack_url(packed: bytes, host: bytes) -> bytes:
+    code = packed[0] if packed else 3
+    if code >= 3:  # records written before the prefix was packed (and most urls of other hosts)
+        return packed
+    return (_URL_SCHEMES[code] + host if code else b"") + packed[1:]
 
 
 def unpack_tail(rec: bytes, num_perm: int) -> tuple[str, bytes, bytes, str]:
@@ -692,7 +715,7 @@ def unpack_tail(rec: bytes, num_perm: int) -> tuple[str, bytes, bytes, str]:
     host = rec[42:at].decode("utf-8", "surrogatepass")
     profile = rec[at + 2 : sig_at]
     signature = rec[sig_at : sig_at + num_perm]
-    url = rec[sig_at + num_perm :].decode("utf-8", "surrogatepass")
+    url = _unpack_url(rec[sig_at + num_perm :], rec[42:at]).decode("utf-8", "surrogatepass")
     return host, profile, signature, url
 
 
