@@ -50,6 +50,19 @@ def test_different_headings_make_different_documents() -> None:
     assert check_pair(page("Struct std::iter::Alpha", a), page("Struct std::iter::Alpha", b)) == "near"
 
 
+def test_headings_that_differ_in_a_version_number_name_different_documents() -> None:
+    """Release notes of two patch releases share most of their words; "3.19.3" is one name, not
+    the words 3 and 19 (a subset of "3.19.1"). The same release's notes under any heading
+    decoration are one document."""
+    body = words(300, 2)
+    a = " ".join(f"{w} fixed" if i % 60 == 0 else w for i, w in enumerate(body))  # J ~0.85
+    b = " ".join(f"{w} added" if i % 60 == 0 else w for i, w in enumerate(body))
+    release = "Release 3.19.{} On 2017-06-08"
+    assert check_pair(page(release.format(3), a), page(release.format(1), b)) == "unique"
+    assert check_pair(page(release.format(3), a), page("Release 3.19.3 On 2017-06-08 - SQLite", b)) == "near"
+    assert check_pair(page("Version 2_74 notes", a), page("Version 2_66 notes", b)) == "unique"
+
+
 def test_a_copy_titled_with_the_originals_title_has_the_same_heading() -> None:
     body = " ".join(words(400, 3))
     original = page("Investors see mixed signals", body, title="Trade talks latest - News Site")

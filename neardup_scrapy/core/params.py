@@ -11,7 +11,7 @@ SHINGLE_KINDS = ("word", "char")
 
 #: Bumped whenever hashing, shingling or key layout changes, so an old store refuses to open.
 HASH_SCHEME = (
-    "native-v1:mr64/seed;tokens-nfkc-nospace-chars-dates;minhash-oph-densified-b8;"
+    "native-v1:mr64/seed;tokens-nfkc-nospace-chars-dates;heading-numbers-joined;minhash-oph-densified-b8;"
     "simhash-bytelanes;keys-u64/v4"
 )
 #: Bumped whenever the stored record changes (v2: page profiles, url keys, mirror evidence).

@@ -8,8 +8,9 @@ the threshold (0.8 by default):
 2. **Another release of the same document**: the urls differ only in a version number in their
    path (``/v2.66/`` and ``/v2.74/``, ``gcc-11.3.0`` and ``gcc-12.2.0``) and ``J >= T``.
 3. **Different headings, different documents**: otherwise two pages whose headings name
-   different things (neither's heading words contain the other's: a different class, function
-   or article) are never near-duplicates. Generated pages that document different items share
+   different things (neither's heading words contain the other's: a different class, function,
+   article or release; a dotted number such as ``3.19.3`` is one word) are never
+   near-duplicates. Generated pages that document different items share
    most of their words but not their heading.
 4. **Resemblance**: ``J >= T``.
 5. **An edited copy**: ``J >= max(0.3, T - 0.3)`` (0.5) and the texts differ in at most three

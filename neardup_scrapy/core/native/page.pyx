@@ -147,8 +147,10 @@ cdef class NativeAnalyzer:
         self.tokenizer.tokenize(ex.out.data, ex.out.len, &self.toks)
         if ex.heading.len:
             self.tokenizer.tokenize(ex.heading.data, ex.heading.len, &self.heading)
+            self.tokenizer.join_numbers(&self.heading)
         if ex.title.len:
             self.tokenizer.tokenize(ex.title.data, ex.title.len, &self.title)
+            self.tokenizer.join_numbers(&self.title)
         if deadline > 0 and monotonic() > deadline:
             return self._finish("timeout", None, 0, False)
         page = self._finish(

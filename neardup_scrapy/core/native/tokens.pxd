@@ -38,3 +38,4 @@ cdef class Tokenizer:
     cdef int _piece(self, const unsigned char *s, size_t n, U64Buf *out, uint8_t sep) except -1
     cdef int _normalised(self, const unsigned char *s, size_t n, U64Buf *out, uint8_t sep) except -1
     cdef void _mask_dates(self, U64Buf *out) noexcept
+    cdef void join_numbers(self, U64Buf *out) noexcept

@@ -27,7 +27,7 @@ from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy, memset
 
-from neardup_scrapy.core.native._common cimport U64Buf, hash_bytes, u64buf_push
+from neardup_scrapy.core.native._common cimport U64Buf, hash_bytes, mix64, u64buf_push
 
 # -- the Python half: normalisation of non-ASCII pieces -----------------------------------------------
 #: Scripts written without spaces between words: every character is a token.
@@ -427,6 +427,21 @@ cdef class Tokenizer:
         for k in range(n):
             if m[k].masked:
                 h[k] = self.zero_hash
+
+    cdef void join_numbers(self, U64Buf *out) noexcept:
+        """Make each dotted number (``3.19.3``, ``2_74``) of the text just tokenized into ``out``
+        one token. Headings are compared as sets of words, and a version or section number is
+        one name: as separate digits, ``3.19.3`` is a subset of ``3.19.1`` (numbers are content)."""
+        cdef TokMeta *m = self.meta
+        cdef uint64_t *h = out.data
+        cdef size_t n = out.len, k, w = 0
+        for k in range(n):
+            if w and m[k].kind == TK_DIGITS and m[k - 1].kind == TK_DIGITS and (m[k].sep == 46 or m[k].sep == 95):
+                h[w - 1] = mix64(h[w - 1] * 0x9E3779B97F4A7C15ULL ^ h[k])
+            else:
+                h[w] = h[k]
+                w += 1
+        out.len = w
 
     # -- Python access ---------------------------------------------------------------------------
     def hashes(self, text):
