@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -187,6 +188,14 @@ class DetectorParams:
         """Lowest similarity at which an edited copy (a few inserted or deleted passages) is a
         near-duplicate: ``max(0.3, T - 0.3)`` (0.5 at ``T = 0.8``)."""
         return max(0.3, self.threshold - 0.3)
+
+    @property
+    def release_floor(self) -> float:
+        """Lowest similarity at which two releases of one document pass as an edited copy:
+        ``T`` less one standard error of the MinHash estimate there, ``T - sqrt(T (1 - T) / k)``
+        (0.765 at ``T = 0.8``, ``k = 128``). Releases differ by edits by nature; whether they
+        are one document is how much they changed (``J >= T``), as far as the estimate can tell."""
+        return self.threshold - math.sqrt(self.threshold * (1.0 - self.threshold) / self.num_perm)
 
     @property
     def lsh_bands(self) -> int:

@@ -16,9 +16,10 @@ the threshold (0.8 by default):
 5. **An edited copy**: ``J >= max(0.3, T - 0.3)`` (0.5) and the texts differ in at most three
    places, each mostly inserted or deleted text (a dateline, a counter, a notice, a paragraph
    added or removed), as aligned by the pages' edit sketches; or in at most two places of any
-   kind (a paragraph rewritten) that hold at most 40% of either text, unless the urls are two
-   releases of one document (releases differ by edits by nature: rule 2 holds them to
-   ``J >= T``). Pages generated from one
+   kind (a paragraph rewritten) that hold at most 40% of either text. Two releases of one
+   document differ by edits by nature: they pass only as inserted or deleted passages and only
+   at ``J >= T - sqrt(T (1 - T) / k)`` (0.765: ``T`` within one standard error of the
+   estimate), as rule 2 holds them to ``J >= T``. Pages generated from one
    template for different items differ by *substituted* names and numbers, scattered through
    the text, which this rule does not accept (and their headings differ: rule 3).
 6. **Another view of the same address**: the urls differ only in their query or fragment (a
@@ -69,8 +70,12 @@ def release_key(url: str) -> tuple[str, str] | None:
 
 
 def other_release(url_a: str, url_b: str) -> bool:
-    """Whether two urls name one document at two releases (they differ only in version numbers)."""
-    if url_a == url_b:
+    """Whether two urls name one document at two releases: their paths differ, and only in
+    version numbers (a query added to one path is a view of the same release, rule 6)."""
+    try:
+        if urlsplit(url_a).path == urlsplit(url_b).path:
+            return False
+    except ValueError:
         return False
     key = release_key(url_a)
     return key is not None and key == release_key(url_b)
@@ -127,6 +132,7 @@ class PairRule:
         self.threshold = params.threshold
         self.strict = params.strict_threshold
         self.edit_floor = params.edit_floor
+        self.release_floor = params.release_floor
 
     def judge(
         self,
@@ -155,7 +161,9 @@ class PairRule:
             if simhash_mode:
                 return f"H={hamming}: same heading, close fingerprints"
             return f"J~{similarity:.2f}: same heading, similar text"
-        if not simhash_mode and similarity >= self.edit_floor and profile_a and profile_b:
+        releases = other_release(url_a, url_b)
+        floor = self.release_floor if releases else self.edit_floor
+        if not simhash_mode and similarity >= floor and profile_a and profile_b:
             places = edit_places(profile_a, profile_b)
             if places is None:
                 return None
@@ -163,7 +171,7 @@ class PairRule:
             if inserts_only and count <= MAX_EDIT_REGIONS:
                 return f"J~{similarity:.2f}: an edited copy ({count} inserted or deleted passage(s))"
             revised = count <= MAX_REVISED_REGIONS and changed <= MAX_REVISED_SHARE
-            if revised and not other_release(url_a, url_b):
+            if revised and not releases:
                 return f"J~{similarity:.2f}: a revised copy ({count} rewritten passage(s))"
         if simhash_mode:
             return None
