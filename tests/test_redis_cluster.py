@@ -6,6 +6,7 @@ test in ``test_redis_race.py``; here what is particular to a cluster.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from typing import Any
 
@@ -231,3 +232,46 @@ def test_an_index_of_another_layout_is_refused(redis_cluster_url: tuple[str, str
     again = RedisClusterStorage(url, prefix=prefix)
     with pytest.raises(ParameterMismatchError, match="layout: stored 'neardup-redis-cluster/1'"):
         again.open(SIGNATURE)
+
+
+def test_records_past_the_ttl_leave_the_report_before_their_hash_expires(
+    redis_cluster_url: tuple[str, str],
+) -> None:
+    """Records share a hash that expires ``ttl`` after its last write, so an old record can
+    outlive its ttl there: the report leaves it out by its time added."""
+    url, prefix = redis_cluster_url
+    store = RedisClusterStorage(url, prefix=prefix, ttl=60)
+    store.open(SIGNATURE)
+    hour_ago = time.time() - 3600
+    near: dict[str, Any] = {"status": "near", "similarity": 0.9, "hamming": 2}
+    pages = [  # (record, keys, status): two pairs, the first an hour old
+        (record("http://127.0.0.1/old", seed=1, added=hour_ago), keys(1, 2), "unique"),
+        (
+            record(
+                "http://127.0.0.2/old",
+                seed=2,
+                parent=0,
+                status="near",
+                similarity=0.9,
+                hamming=2,
+                added=hour_ago,
+            ),
+            keys(1, 5),
+            "near",
+        ),
+        (record("http://127.0.0.1/new", seed=3), keys(3, 4), "unique"),
+        (
+            record("http://127.0.0.2/new", seed=4, parent=2, **near),
+            keys(3, 6),
+            "near",
+        ),
+    ]
+    for rec, ks, status in pages:
+        _, token = store.lookup(ks)
+        commit = Commit(record=rec, keys=ks, token=token, host=rec.host, status=status)
+        assert store.commit(commit) is not None
+    assert store._client.hlen(f"{prefix}:r:0") == 4  # every record is still stored
+    hist, largest = store.clusters(10, 10)
+    assert hist == {2: 1}
+    assert [m["url"] for m in largest[0]["members"]] == ["http://127.0.0.1/new", "http://127.0.0.2/new"]
+    store.close()

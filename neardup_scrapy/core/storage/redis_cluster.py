@@ -857,6 +857,11 @@ class RedisClusterStorage(RedisStorage):
         heads = self._heads(ids.tolist())
         keep = [k for k, h in enumerate(heads) if len(h) >= 16]  # expired records left out
         unpacked = [_HEAD.unpack(bytes(heads[k])) for k in keep]
+        if self.ttl is not None and math.isfinite(self.ttl):
+            # records past the ttl wait for their hash to expire: left out as if gone
+            since = time.time() - self.ttl
+            alive = [k for k, u in enumerate(unpacked) if u[4] >= since]
+            keep, unpacked = [keep[k] for k in alive], [unpacked[k] for k in alive]
         kept_ids = ids[keep]
         roots = _roots(kept_ids, parents[keep])
         return summarize_clusters(
