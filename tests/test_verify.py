@@ -221,6 +221,20 @@ def test_a_view_of_a_page_of_a_few_words_is_found_by_alignment(base_first: bool)
     assert check_pair(short, other, url_a=base, url_b=view) == "unique"
 
 
+def test_a_view_of_a_page_that_copies_a_mirror_joins_the_mirrors_cluster() -> None:
+    """A page whose exact copy on a mirror host came first is still found by its address's
+    views, and the mirror (its near-identical representative) stands for it: the print view of
+    the page joins the cluster though it resembles the mirror only by containment."""
+    body = words(900, 7)
+    article, part = page("Bridge", " ".join(body)), page("Bridge", " ".join(body[300:450]))
+    det = NearDupDetector()
+    assert det.check("http://127.0.0.2/copies/news/bridge", article).status == "unique"
+    assert det.check("http://127.0.0.1/news/bridge", article).status == "exact"
+    verdict = det.check("http://127.0.0.1/news/bridge?output=print", part)
+    assert verdict.status == "near" and verdict.duplicate_of == "http://127.0.0.2/copies/news/bridge"
+    assert verdict.reason is not None and "another view of the same address" in verdict.reason
+
+
 def test_a_view_whose_text_is_mostly_its_own_is_another_page() -> None:
     """A query that selects other content (page 2 of a listing) shares a little of the first."""
     body = words(900, 7)

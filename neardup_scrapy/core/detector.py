@@ -370,12 +370,17 @@ class NearDupDetector:
         """The store changes for one decided page.
 
         ``keys`` are the page's lookup keys (content keys, then the url key) when already
-        computed. Exact duplicates add only their url key: they are found through their root.
+        computed. Exact duplicates add only their address's keys (resource and url): by content
+        they are found through their root.
         """
         if keys is None:
             keys = self._keys(url, sketch)
         if match.status == "exact":
-            commit_keys = keys[len(keys) - self._url_identity :]
+            # found through their root by content; by their address (views of it, the url
+            # again) through their own resource and url keys
+            commit_keys = keys[len(keys) - 2 * self._url_identity :].copy()
+            if self._url_identity:
+                commit_keys[0] = resource_keys(url, self.params.seed)[1]
         elif self._url_identity:
             # the page is inserted under its resource's other table than the one it looked up
             commit_keys = keys.copy()
@@ -615,10 +620,13 @@ class NearDupDetector:
             direct = verdict is not None
             best_row = max((i for i in reasons if roots[i] == root), key=lambda i: (sims[i], -ids[i]))
             member = known.find(ids[best_row])
-            via_member = (
-                float(estimate_jaccard(member.signature, rep.signature)[0]) >= self.params.threshold
-                and rep.similarity >= floor
-                and (not rep.profile or heads_agree(sketch.profile, rep.profile))
+            member_to_rep = float(estimate_jaccard(member.signature, rep.signature)[0])
+            # The chaining guard keeps a cluster from drifting along a chain of resemblances; a
+            # member near-identical to its representative (an exact copy: a mirror seen first)
+            # stands for it, so the page's verdict with that member holds for the cluster.
+            via_member = (not rep.profile or heads_agree(sketch.profile, rep.profile)) and (
+                member_to_rep >= self.params.strict_threshold
+                or (member_to_rep >= self.params.threshold and rep.similarity >= floor)
             )
             if direct or via_member:
                 accepted.append((rep.similarity, -root, root, best_row, direct))
