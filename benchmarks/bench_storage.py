@@ -11,8 +11,9 @@ detector does) with realistic keys -- the exact key, one key per MinHash band an
 table -- and 30% near-duplicates that share most of their original's band keys. Bytes per page:
 ``memory_bytes()`` for memory, the file size for disk, and the growth of Redis' ``used_memory``
 (plus the sampled ``MEMORY USAGE`` estimate) for Redis, and of the sum of ``used_memory`` over the
-primaries for Redis Cluster (``--cluster URL`` of any node, or ``local`` to start 3 primaries and 3
-replicas on loopback ports with ``tests/redis_cluster_support.py``).
+primaries for Redis Cluster, also less their replication buffers (a fixed 1 MB each once full)
+(``--cluster URL`` of any node, or ``local`` to start 3 primaries and 3 replicas on loopback ports
+with ``tests/redis_cluster_support.py``).
 
 Time: ``det.check`` over real pages (the eval-dev set when present, else generated HTML) with the
 memory store and with the Redis store, same pages, same order, in one run, rounds interleaved.

@@ -178,7 +178,8 @@ class PairRule:
         return self.view(similarity, profiles=profiles, urls=urls)
 
     def view(self, similarity: float, *, profiles: tuple[bytes, bytes], urls: tuple[str, str]) -> str | None:
-        """Rule 6 alone (after rule 3): why page A is another view of B's address, or ``None``."""
+        """Why page A is another view of B's address (rule 3, then rule 6), or ``None``: the rule
+        a page too short for shingles is held to, and the last one :meth:`judge` tries."""
         profile_a, profile_b = profiles
         url_a, url_b = urls
         if url_a == url_b or resource_of(url_a) != resource_of(url_b) or not (profile_a and profile_b):
@@ -186,7 +187,7 @@ class PairRule:
         if not heads_agree(profile_a, profile_b):
             return None
         held = self.containment(similarity, profile_tokens(profile_a), profile_tokens(profile_b))
-        if held < self.threshold:
+        if held < self.threshold:  # too short for shingles, or a view holding less of them
             held = max(held, held_in_order(profile_a, profile_b))
         if held >= self.threshold:
             return f"J~{similarity:.2f}: another view of the same address ({held:.0%} of the shorter text)"
