@@ -174,6 +174,22 @@ class DocBatch:
     def __len__(self) -> int:
         return len(self.ids)
 
+    def rows(self, keep: list[int]) -> DocBatch:
+        """The batch of rows ``keep`` only, in that order."""
+        at = np.array(keep, dtype=np.int64)
+        return DocBatch(
+            ids=self.ids[at],
+            signatures=self.signatures[at],
+            simhashes=self.simhashes[at],
+            digests=[self.digests[i] for i in keep],
+            roots=self.roots[at],
+            added=self.added[at],
+            urls=[self.urls[i] for i in keep],
+            hosts=[self.hosts[i] for i in keep],
+            profiles=[self.profiles[i] for i in keep] if self.profiles else [],
+            statuses=[self.statuses[i] for i in keep] if self.statuses else [],
+        )
+
 
 @dataclass(frozen=True)
 class Commit:

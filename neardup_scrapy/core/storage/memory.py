@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from neardup_scrapy.core.chance import ChanceFilter
 from neardup_scrapy.core.columns import BytesColumn, Column, StringColumn
 from neardup_scrapy.core.minhash import STORED_DTYPE
 from neardup_scrapy.core.mirrors import MirrorEvidence, MirrorLedger
@@ -93,6 +94,24 @@ class MemoryStorage:
         return rank_candidates(
             self._buckets.lookup(keys[pinned], BUCKET_CAP), self._buckets.lookup(keys[~pinned], BUCKET_CAP)
         ), None
+
+    def drop_chance_hits(self, ids: I64Array, strong_keys: U64Array, chance: ChanceFilter) -> I64Array:
+        """``ids`` without the pages found only by a SimHash block shared by chance
+        (:mod:`~neardup_scrapy.core.chance`), judged on the columns before anything is fetched.
+
+        ``strong_keys``: the page's lookup keys other than its SimHash block keys; a page in their
+        buckets is a candidate whatever its distance.
+        """
+        assert self._signatures is not None, "open() first"
+        strong = set(self._buckets.lookup(strong_keys, BUCKET_CAP).tolist()) if len(strong_keys) else set()
+        weak = np.array([i for i in ids.tolist() if i not in strong], dtype=np.int64)
+        if not len(weak):
+            return ids
+        dropped = weak[chance.by_chance(self._signatures.take(weak), self._simhashes.take(weak))]
+        if not len(dropped):
+            return ids
+        kept: I64Array = ids[~np.isin(ids, dropped)]
+        return kept
 
     def lookup_or_insert(
         self, keys: U64Array, provisional: Commit

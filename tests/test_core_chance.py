@@ -1,0 +1,113 @@
+"""SimHash blocks shared by chance are not candidates (``neardup_scrapy.core.chance``).
+
+The memory store drops them before fetching; the detector drops the same rows from a batch any
+store fetched, so stores without the shortcut give the same verdicts.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup_scrapy.core import NearDupDetector
+from neardup_scrapy.core.chance import ChanceFilter
+from neardup_scrapy.core.minhash import stored_form
+from neardup_scrapy.core.storage.sqlite import SQLiteStorage
+
+BANDS, ROWS, DISTANCE = 32, 4, 3
+
+
+def _bench_core() -> Any:
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_core.py"
+    spec = importlib.util.spec_from_file_location("bench_core", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@given(
+    st.integers(0, 2**64 - 1),
+    st.lists(st.integers(0, 63), max_size=8),
+    st.lists(st.integers(0, 127), max_size=128),
+)
+@settings(max_examples=300, deadline=None)
+def test_by_chance_exactly_when_far_and_no_band_is_shared(
+    fp: int, flips: list[int], changed: list[int]
+) -> None:
+    rng = np.random.default_rng(fp % 1000)
+    sig = rng.integers(0, 2**32, size=BANDS * ROWS, dtype=np.uint32)
+    other = sig.copy()
+    for row in changed:
+        other[row] ^= np.uint32(1)  # the low bit: the stored form differs too
+    other_fp = fp
+    for bit in flips:
+        other_fp ^= 1 << bit
+    chance = ChanceFilter(stored_form(sig), fp, BANDS, ROWS, DISTANCE)
+    flagged = chance.by_chance(stored_form(other)[None, :], np.array([other_fp], dtype=np.uint64))
+    distance = bin(fp ^ other_fp).count("1")
+    band_shared = any(not any(b * ROWS <= r < (b + 1) * ROWS for r in changed) for b in range(BANDS))
+    assert bool(flagged[0]) == (distance > DISTANCE and not band_shared)
+
+
+def _pair(det: NearDupDetector, flipped_bits: list[int]) -> tuple[Any, Any]:
+    """Two pages with unrelated text whose SimHashes agree on the first block table's bits (the
+    low 26) and differ in ``flipped_bits`` (all above them)."""
+    bench = _bench_core()
+    rng = np.random.default_rng(7)
+    fp = int(rng.integers(0, 2**63))
+    other_fp = fp
+    for bit in flipped_bits:
+        other_fp ^= 1 << bit
+    sigs = [rng.integers(0, 2**32, size=det.params.num_perm, dtype=np.uint32) for _ in range(2)]
+    return (
+        bench._synthetic_sketch(det, sigs[0], fp, rng.bytes(16)),
+        bench._synthetic_sketch(det, sigs[1], other_fp, rng.bytes(16)),
+    )
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+@pytest.mark.parametrize("algorithm", ["both", "simhash"])
+def test_a_block_shared_by_chance_finds_no_candidate(store: str, algorithm: str, tmp_path: Path) -> None:
+    storage = SQLiteStorage(path=str(tmp_path / "index.sqlite")) if store == "sqlite" else None
+    det = NearDupDetector(storage=storage, algorithm=algorithm)
+    first, second = _pair(det, [40, 50, 60, 62])  # 4 bits apart: past simhash_distance (3)
+    det._check_sketch("https://a.example/1", "a.example", first, "", 1000)
+    keys = det._keys("https://b.example/2", second)
+    ids, _ = det.storage.lookup(keys)
+    assert len(ids) == 1  # the block's bucket holds the first page
+    if store == "memory":  # dropped by the store before fetching
+        assert len(det._drop_chance_hits(ids, keys, second)) == 0
+    verdict = det._check_sketch("https://b.example/2", "b.example", second, "", 1000)
+    assert verdict.status == "unique"
+    assert verdict.reason == "no candidate in the index"
+    det.close()
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+def test_a_block_within_the_distance_stays_a_candidate(store: str, tmp_path: Path) -> None:
+    storage = SQLiteStorage(path=str(tmp_path / "index.sqlite")) if store == "sqlite" else None
+    det = NearDupDetector(storage=storage)
+    first, second = _pair(det, [40, 50, 60])  # 3 bits apart: a candidate, verified (and rejected)
+    det._check_sketch("https://a.example/1", "a.example", first, "", 1000)
+    verdict = det._check_sketch("https://b.example/2", "b.example", second, "", 1000)
+    assert verdict.status == "unique"
+    assert verdict.reason == "1 candidate(s), none similar enough"
+    det.close()
+
+
+def test_the_same_address_stays_a_candidate_however_far() -> None:
+    """Hits by url or resource key are candidates by address (a view of the same resource)."""
+    det = NearDupDetector()
+    first, second = _pair(det, [40, 50, 60, 62])
+    det._check_sketch("https://a.example/doc", "a.example", first, "", 1000)
+    batch = det.storage.fetch(np.array([0], dtype=np.int64))
+    kept = det._without_chance_hits("https://a.example/doc?print=1", second, batch)
+    assert len(kept) == 1
+    assert len(det._without_chance_hits("https://a.example/other", second, batch)) == 0
