@@ -319,7 +319,7 @@ def _index_worker(n: int) -> None:
             keys = det._keys(url, sketch)
             t0 = time.process_time()
             ids, token = det.storage.lookup(keys)
-            ids = det._drop_chance_hits(ids, keys, sketch)
+            ids = det._drop_chance_hits(ids, url, sketch)
             match = det._decide(url, sketch, det.storage.fetch(ids) if len(ids) else None, False)
             t1 = time.process_time()
             det.storage.commit(det._commit_for(url, host, sketch, match, token, 1000, keys))

@@ -49,8 +49,10 @@ def test_by_chance_exactly_when_far_and_no_band_is_shared(
     other_fp = fp
     for bit in flips:
         other_fp ^= 1 << bit
-    chance = ChanceFilter(stored_form(sig), fp, BANDS, ROWS, DISTANCE)
-    flagged = chance.by_chance(stored_form(other)[None, :], np.array([other_fp], dtype=np.uint64))
+    chance = ChanceFilter(stored_form(sig), fp, BANDS, ROWS, DISTANCE, "https://a.example/x", True)
+    flagged = chance.by_chance(
+        stored_form(other)[None, :], np.array([other_fp], dtype=np.uint64), ["https://b.example/x"]
+    )
     distance = bin(fp ^ other_fp).count("1")
     band_shared = any(not any(b * ROWS <= r < (b + 1) * ROWS for r in changed) for b in range(BANDS))
     assert bool(flagged[0]) == (distance > DISTANCE and not band_shared)
@@ -83,7 +85,7 @@ def test_a_block_shared_by_chance_finds_no_candidate(store: str, algorithm: str,
     ids, _ = det.storage.lookup(keys)
     assert len(ids) == 1  # the block's bucket holds the first page
     if store == "memory":  # dropped by the store before fetching
-        assert len(det._drop_chance_hits(ids, keys, second)) == 0
+        assert len(det._drop_chance_hits(ids, "https://b.example/2", second)) == 0
     verdict = det._check_sketch("https://b.example/2", "b.example", second, "", 1000)
     assert verdict.status == "unique"
     assert verdict.reason == "no candidate in the index"
@@ -111,3 +113,6 @@ def test_the_same_address_stays_a_candidate_however_far() -> None:
     kept = det._without_chance_hits("https://a.example/doc?print=1", second, batch)
     assert len(kept) == 1
     assert len(det._without_chance_hits("https://a.example/other", second, batch)) == 0
+    assert len(det._drop_chance_hits(np.array([0]), "https://a.example/doc?print=1", second)) == 1
+    assert len(det._drop_chance_hits(np.array([0]), "https://a.example/doc", second)) == 1
+    assert len(det._drop_chance_hits(np.array([0]), "https://a.example/doc2", second)) == 0

@@ -14,6 +14,7 @@ page's digest or address; the rest are dropped before anything is verified.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,6 +22,7 @@ import numpy.typing as npt
 
 from .minhash import Stored
 from .simhash import hamming_many
+from .sketch import resource_of
 
 U64Array = npt.NDArray[np.uint64]
 BoolArray = npt.NDArray[np.bool_]
@@ -35,6 +37,8 @@ class ChanceFilter:
         simhash: the page's 64-bit SimHash.
         bands, rows: MinHash banding (``bands = 0``: no band keys).
         max_distance: ``simhash_distance``.
+        url: the page's url.
+        by_address: whether lookups include the url and resource keys (url identity).
     """
 
     stored: Stored
@@ -42,12 +46,16 @@ class ChanceFilter:
     bands: int
     rows: int
     max_distance: int
+    url: str
+    by_address: bool
 
-    def by_chance(self, signatures: Stored, simhashes: U64Array) -> BoolArray:
-        """Which rows are farther than ``max_distance`` bits and share no band with the page.
+    def by_chance(self, signatures: Stored, simhashes: U64Array, urls: Sequence[str]) -> BoolArray:
+        """Which rows are farther than ``max_distance`` bits, share no band with the page and
+        were not found by its address.
 
         A shared band is read from the stored forms: a band's rows equal in full are equal in
-        stored form, so no band hit is ever called chance.
+        stored form, so no band hit is ever called chance. ``urls`` is read only for rows that are
+        far and share no band.
         """
         far: BoolArray = hamming_many(self.simhash, simhashes) > self.max_distance
         if self.bands and far.any():
@@ -55,12 +63,15 @@ class ChanceFilter:
             rows = np.asarray(signatures)[:, :width] == np.asarray(self.stored)[:width]
             shared: BoolArray = rows.reshape(len(rows), self.bands, self.rows).all(axis=2).any(axis=1)
             far &= ~shared
+        if self.by_address and far.any():
+            for i in np.flatnonzero(far).tolist():
+                far[i] = not self.same_address(urls[i])
         return far
 
-
-def block_key_mask(keys: U64Array, block_keys: U64Array) -> BoolArray:
-    """Which of ``keys`` belong to the SimHash block tables (those of ``block_keys``, which are
-    numbered consecutively)."""
-    tables = keys >> np.uint64(56)
-    mask: BoolArray = (tables >= block_keys[0] >> np.uint64(56)) & (tables <= block_keys[-1] >> np.uint64(56))
-    return mask
+    def same_address(self, other: str) -> bool:
+        """Whether the url or resource keys find ``other`` from the page: the same url, or a
+        base (no query or fragment) and a view of it."""
+        if other == self.url:
+            return True
+        resource = resource_of(self.url)
+        return resource_of(other) == resource and resource in {self.url, other}

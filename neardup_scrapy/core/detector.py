@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from .analysis import PageAnalysis, PageAnalyzer
-from .chance import ChanceFilter, block_key_mask
+from .chance import ChanceFilter
 from .hosts import host_of
 from .minhash import estimate_jaccard
 from .mirrors import MirrorPair, copies, copies_most, mirror_pairs, undecided_pairs
@@ -42,7 +42,7 @@ from .params import DetectorParams, describe_banding
 from .repeats import RepeatCache
 from .report_data import build_report
 from .simhash import hamming_many
-from .sketch import Sketch, resource_keys, resource_of, url_key
+from .sketch import Sketch, resource_keys, url_key
 from .storage.base import (
     Commit,
     CommitResult,
@@ -332,29 +332,28 @@ class NearDupDetector:
         seed = self.params.seed
         return np.append(content, (resource_keys(url, seed)[0], url_key(url, seed)))
 
-    def _chance_filter(self, sketch: Sketch) -> ChanceFilter | None:
+    def _chance_filter(self, url: str, sketch: Sketch) -> ChanceFilter | None:
         """The page's test for SimHash blocks shared by chance; ``None`` without block keys."""
         if self.params.algorithm == "minhash" or not len(sketch.simhash_keys):
             return None
-        bands = self.params.lsh_bands if self.params.algorithm == "both" else 0
         return ChanceFilter(
             stored=sketch.stored,
             simhash=sketch.simhash,
-            bands=bands,
+            bands=self.params.lsh_bands if self.params.algorithm == "both" else 0,
             rows=self.params.lsh_rows,
             max_distance=self.params.simhash_distance,
+            url=url,
+            by_address=self._url_identity,
         )
 
-    def _drop_chance_hits(self, ids: np.ndarray[Any, Any], keys: np.ndarray[Any, Any], sketch: Sketch) -> Any:
+    def _drop_chance_hits(self, ids: np.ndarray[Any, Any], url: str, sketch: Sketch) -> Any:
         """``ids`` less the hits a store can tell, before fetching, shared only a SimHash block
         with the page by chance (:mod:`.chance`); :meth:`_decide` drops the same from any batch."""
         narrow: Callable[..., Any] | None = getattr(self.storage, "drop_chance_hits", None)
         if narrow is None or not len(ids):
             return ids
-        chance = self._chance_filter(sketch)
-        if chance is None:
-            return ids
-        return narrow(ids, keys[~block_key_mask(keys, sketch.simhash_keys)], chance)
+        chance = self._chance_filter(url, sketch)
+        return ids if chance is None else narrow(ids, chance)
 
     def _check_sketch(self, url: str, host: str, sketch: Sketch, raw: str, nbytes: int) -> Verdict:
         keys = self._keys(url, sketch)
@@ -370,7 +369,7 @@ class NearDupDetector:
                     break
             else:
                 ids, token = self.storage.lookup(keys)
-            ids = self._drop_chance_hits(ids, keys, sketch)
+            ids = self._drop_chance_hits(ids, url, sketch)
             match = self._decide(url, sketch, self.storage.fetch(ids) if len(ids) else None, exact_only)
             if match.status == "revisit":
                 return self._revisit(url, host, sketch, match, exact_only)
@@ -559,23 +558,14 @@ class NearDupDetector:
 
     def _without_chance_hits(self, url: str, sketch: Sketch, batch: DocBatch) -> DocBatch:
         """``batch`` less the pages that share only a SimHash block with the page by chance
-        (:mod:`.chance`): those found by its url or resource keys are candidates by address."""
-        chance = self._chance_filter(sketch)
+        (:mod:`.chance`)."""
+        chance = self._chance_filter(url, sketch)
         if chance is None:
             return batch
-        flagged = chance.by_chance(batch.signatures, batch.simhashes)
-        if not flagged.any():
+        dropped = chance.by_chance(batch.signatures, batch.simhashes, batch.urls)
+        if not dropped.any():
             return batch
-        resource = resource_of(url)
-        keep = []
-        for i, by_chance in enumerate(flagged.tolist()):
-            other = batch.urls[i]
-            # the url key finds the same url; the resource keys a base and its views
-            same_resource = resource_of(other) == resource
-            by_address = self._url_identity and (other == url or (same_resource and resource in {url, other}))
-            if not by_chance or by_address:
-                keep.append(i)
-        return batch.rows(keep)
+        return batch.rows(np.flatnonzero(~dropped).tolist())
 
     def _no_candidate(self, exact_only: bool) -> _Match:
         """The decision for a page with no candidate at all."""

@@ -9,8 +9,8 @@ and the url's bytes.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, overload
 
 import numpy as np
 
@@ -95,22 +95,16 @@ class MemoryStorage:
             self._buckets.lookup(keys[pinned], BUCKET_CAP), self._buckets.lookup(keys[~pinned], BUCKET_CAP)
         ), None
 
-    def drop_chance_hits(self, ids: I64Array, strong_keys: U64Array, chance: ChanceFilter) -> I64Array:
-        """``ids`` without the pages found only by a SimHash block shared by chance
-        (:mod:`~neardup_scrapy.core.chance`), judged on the columns before anything is fetched.
-
-        ``strong_keys``: the page's lookup keys other than its SimHash block keys; a page in their
-        buckets is a candidate whatever its distance.
-        """
+    def drop_chance_hits(self, ids: I64Array, chance: ChanceFilter) -> I64Array:
+        """``ids`` without the pages that share only a SimHash block with the page by chance
+        (:mod:`~neardup_scrapy.core.chance`), judged on the columns before anything is fetched."""
         assert self._signatures is not None, "open() first"
-        strong = set(self._buckets.lookup(strong_keys, BUCKET_CAP).tolist()) if len(strong_keys) else set()
-        weak = np.array([i for i in ids.tolist() if i not in strong], dtype=np.int64)
-        if not len(weak):
+        rows = ids.tolist()
+        urls = _LazyUrls(self._urls, rows)
+        dropped = chance.by_chance(self._signatures.take(ids), self._simhashes.take(ids), urls)
+        if not dropped.any():
             return ids
-        dropped = weak[chance.by_chance(self._signatures.take(weak), self._simhashes.take(weak))]
-        if not len(dropped):
-            return ids
-        kept: I64Array = ids[~np.isin(ids, dropped)]
+        kept: I64Array = ids[~dropped]
         return kept
 
     def lookup_or_insert(
@@ -276,3 +270,23 @@ class MemoryStorage:
             host_id = self._hosts[host] = len(self._host_names)
             self._host_names.append(host)
         return host_id
+
+
+class _LazyUrls(Sequence[str]):
+    """The urls of some rows, read only when asked for."""
+
+    def __init__(self, column: StringColumn, rows: list[int]) -> None:
+        self._column = column
+        self._rows = rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self._column[row] for row in self._rows[index]]
+        return self._column[self._rows[index]]
