@@ -269,9 +269,10 @@ class NeardupDownloaderMiddleware:
         self._keep(response)
         # Both modes read the text Scrapy decoded (and the tree it parses from it), so inline and
         # worker verdicts agree for every encoding.
-        return self.runtime.check_page(
-            url, response_text(response), len(body), lambda: selector_tree(response)
-        )
+        text = response_text(response)
+        # Scrapy's tree is the page's tree only when it was parsed from the same text.
+        tree = (lambda: selector_tree(response)) if text is response.text else None
+        return self.runtime.check_page(url, text, len(body), tree)
 
 
 class NeardupSpiderMiddleware:

@@ -2,10 +2,10 @@
 
 Both ways of checking pages (``NEARDUP_WORKER = "inline"`` and ``"process"``) read a page from
 the text Scrapy decoded (:func:`response_text`: ``response.text``, which follows the HTTP
-charset, a byte-order mark or ``<meta charset>`` the way every spider sees the page) and from the
-lxml tree Scrapy builds from that text for ``response.selector`` (:func:`html_tree` builds the
-same one in the worker). So the two modes give the same verdict for every body, whatever its
-encoding or markup.
+charset, a byte-order mark or ``<meta charset>`` the way every spider sees the page, unless the
+bytes contradict the label) and from the lxml tree Scrapy builds from that text for
+``response.selector`` (:func:`html_tree` builds the same one in the worker). So the two modes
+give the same verdict for every body, whatever its encoding or markup.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import re
 import time
 from collections.abc import Callable
 from typing import Any, Final
+
+from .core.text import utf8_despite_label
 
 __all__ = ["ParseTimeout", "html_tree", "page_tree", "response_text", "selector_tree"]
 
@@ -49,7 +51,12 @@ class ParseTimeout(Exception):
 
 
 def response_text(response: Any) -> str:
-    """The body as Scrapy decodes it for the spider (``response.text``)."""
+    """The body as Scrapy decodes it for the spider (``response.text``), except a body whose
+    bytes contradict its label: valid UTF-8 with non-ASCII under another charset's name is read
+    as UTF-8, as ``neardup-scrapy scan`` reads it (:func:`~neardup_scrapy.core.text.utf8_despite_label`)."""
+    body: bytes = response.body
+    if utf8_despite_label(body, response.encoding):
+        return body.decode("utf-8")
     text: str = response.text
     return text
 

@@ -395,7 +395,7 @@ class NeardupRuntime:
 
     # -- checking --------------------------------------------------------------------------------
     def check_page(
-        self, url: str, text: str, nbytes: int, tree: Callable[[], Any]
+        self, url: str, text: str, nbytes: int, tree: Callable[[], Any] | None
     ) -> Verdict | Deferred[Verdict]:
         """Check an HTML page; never raises or fails (see the module docstring).
 
@@ -403,8 +403,9 @@ class NeardupRuntime:
             url: the page's url.
             text: its body as Scrapy decoded it (:func:`neardup_scrapy.pages.response_text`).
             nbytes: the size of its (decompressed) body.
-            tree: returns the lxml tree Scrapy parsed from ``text`` (or ``None``); inline only.
-                The worker builds the same tree from ``text`` (:func:`neardup_scrapy.pages.html_tree`).
+            tree: returns the lxml tree Scrapy parsed from ``text`` (or ``None``); inline only;
+                ``None`` when ``text`` is not the text Scrapy parsed. The worker builds the same
+                tree from ``text`` (:func:`neardup_scrapy.pages.html_tree`).
 
         Returns:
             The verdict inline; with a worker process, a Deferred that fires with it.

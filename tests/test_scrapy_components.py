@@ -126,6 +126,20 @@ def test_reuses_the_selector_tree(env: Env, monkeypatch: pytest.MonkeyPatch) -> 
     assert seen == [(response.text, response.selector.root)]
 
 
+def test_utf8_under_a_legacy_label_is_read_as_utf8(env: Env) -> None:
+    """A UTF-8 body labelled iso-8859-1 is the page its UTF-8 twin is (and what ``scan`` reads)."""
+    words = "Die Straßenbahn fährt über die Brücke, {} Gebühren für jede Fahrt"
+    body = html_page("Gebühren", [words.format(i) for i in range(30)])
+    first = env.fetch(html_response("http://a.test/1", body))
+    labelled = html_response(
+        "http://b.test/1", body.encode(), headers={"Content-Type": "text/html; charset=iso-8859-1"}
+    )
+    assert "Ã¼" in labelled.text  # what Scrapy decodes for the spider
+    second = env.fetch(labelled)
+    assert first.meta["neardup"]["status"] == "unique"
+    assert second.meta["neardup"]["status"] == "exact"
+
+
 def test_near_duplicate_with_edits(env: Env) -> None:
     text = article(5, 400)
     edited = [*text[:-1], "A completely new closing paragraph about something else entirely."]

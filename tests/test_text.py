@@ -146,6 +146,23 @@ def test_charset_resolution() -> None:
     assert "hello" in html_to_text(b"<p>hello</p>", encoding="x-nonsense")
 
 
+def test_utf8_bytes_under_a_legacy_label_are_utf8() -> None:
+    """Valid UTF-8 with non-ASCII bytes is read as UTF-8 whatever the label says; bytes that are
+    not valid UTF-8 keep the label's charset."""
+    relabelled = '<meta charset="iso-8859-1"><p>Gebühren für Straßen</p>'.encode()
+    assert "Gebühren für Straßen" in html_to_text(relabelled)
+    assert "Gebühren für Straßen" in html_to_text(relabelled, encoding="windows-1252")
+    gbk_label = '<meta charset="gb2312"><p>中文文本</p>'.encode()
+    assert "中文文本" in html_to_text(gbk_label)
+    real_gbk = '<meta charset="gb2312"><p>中文文本</p>'.encode("gb18030")
+    assert "中文文本" in html_to_text(real_gbk)
+    real_latin = '<meta charset="iso-8859-1"><p>Gebühren für Straßen</p>'.encode("latin-1")
+    assert "Gebühren für Straßen" in html_to_text(real_latin)
+    # a 7-bit charset has no non-ASCII bytes: its label is kept
+    jis = '<meta charset="iso-2022-jp"><p>日本語</p>'.encode("iso-2022-jp")
+    assert "日本語" in html_to_text(jis)
+
+
 def test_deep_nesting_keeps_text() -> None:
     deep = "<div>" * 12_000 + "<p>" + prose(3) + "</p>" + "</div>" * 12_000
     assert "committee" in html_to_text(deep)

@@ -116,13 +116,40 @@ def _codec_name(label: str | bytes | None) -> str | None:
     return _SUPERSET_CODECS.get(name, name)
 
 
+def _is_utf8_beyond_ascii(data: bytes) -> bool:
+    """Whether ``data`` holds non-ASCII bytes and all of it is valid UTF-8."""
+    if data.isascii():
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def utf8_despite_label(data: bytes, label: str | None) -> bool:
+    """Whether ``data``, labelled ``label`` (an HTTP charset, a ``<meta charset>``), is read as
+    UTF-8 all the same: the label names another ASCII-compatible charset and the bytes hold
+    non-ASCII and are valid UTF-8 throughout (see :func:`_to_utf8`)."""
+    codec = _codec_name(label)
+    if codec is None or codec == "utf-8" or codec.startswith(("utf-16", "utf-32")):
+        return False
+    return _is_utf8_beyond_ascii(data)
+
+
 def _to_utf8(data: bytes, encoding: str | None) -> bytes:
-    """Transcode ``data`` to UTF-8 bytes, choosing the charset like a browser would.
+    """Transcode ``data`` to UTF-8 bytes, choosing the charset like a browser would, except for
+    declarations that the bytes contradict.
 
     Order: byte-order mark, then the caller's ``encoding`` (the HTTP header), then a
     ``<meta charset>`` or XML declaration near the start, then UTF-8.  Undecodable bytes become
     U+FFFD.  A declared UTF-16/32 on bytes without a BOM is treated as UTF-8 (an ASCII-compatible
-    document cannot really be UTF-16).
+    document cannot really be UTF-16).  Bytes that hold non-ASCII and are valid UTF-8 throughout
+    are UTF-8 whatever else is declared: text in another charset almost never forms UTF-8's
+    strict lead-and-continuation sequences (in cp1252 they read as pairs such as "Ã¼"), while a
+    page re-encoded or served as UTF-8 under a stale label is common; decoding it by the label
+    would give the same page two texts, one of them garbled.  (7-bit charsets such as
+    ISO-2022-JP have no non-ASCII bytes and keep their label.)
     """
     codec: str | None = None
     for bom, name in _BOMS:
@@ -130,6 +157,7 @@ def _to_utf8(data: bytes, encoding: str | None) -> bytes:
             codec = name
             data = data[len(bom) :]
             break
+    bom_free = codec is None
     if codec is None:
         codec = _codec_name(encoding)
         if codec is None:
@@ -138,7 +166,7 @@ def _to_utf8(data: bytes, encoding: str | None) -> bytes:
             codec = _codec_name(match.group(1)) if match else None
         if codec is not None and codec.startswith(("utf-16", "utf-32")):
             codec = "utf-8"
-    if codec is None or codec == "utf-8":
+    if codec is None or codec == "utf-8" or (bom_free and _is_utf8_beyond_ascii(data)):
         # libxml2 replaces invalid UTF-8 sequences and NUL bytes by U+FFFD on its own.
         return data
     try:
