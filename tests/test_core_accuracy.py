@@ -13,6 +13,7 @@ import gzip
 import importlib.util
 import json
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 
 from neardup_scrapy.core import NearDupDetector
+from neardup_scrapy.core.text import html_to_text
 
 pytestmark = pytest.mark.evaldev
 
@@ -222,3 +224,19 @@ def test_template_mirrors_in_templates_never_tuned_on(eval_dev: Path, eval_docs:
     assert figures["pairs"] >= 1000
     assert figures["recall"] >= 0.95
     assert figures["bleed_share"] <= 0.005
+
+
+def test_a_table_of_links_keeps_its_rows_whatever_precedes_it(eval_docs: Path) -> None:
+    """A generated member list (every entry links its definition; entries without arguments are
+    mostly link text) gives the same rows with and without the sentence before the table: rows
+    are records of their table, not link lists of their own (a real page of eval-docs)."""
+    url = "https://developer-old.gnome.org/glibmm/2.66/classGio_1_1DBus_1_1ObjectManager-members.html"
+    html = next(body for page_url, body in load(eval_docs) if page_url == url).decode()
+    intro = re.search(r"<p>This is the complete list.*?</p>", html, re.S)
+    assert intro is not None
+    with_intro = html_to_text(html)
+    without = html_to_text(html.replace(intro.group(0), ""))
+    assert "freeze_notify()" in with_intro and "freeze_notify()" in without
+    assert len(with_intro.split()) - len(without.split()) == len(
+        html_to_text(f"<p>{intro.group(0)}</p>").split()
+    )

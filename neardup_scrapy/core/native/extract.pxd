@@ -58,4 +58,5 @@ cdef class Extractor:
     cdef bint _dominated(self, int32_t t) noexcept
     cdef bint _only_anchor(self, int32_t b) noexcept
     cdef int32_t _choose(self) noexcept
+    cdef bint _in_table(self, int32_t j) noexcept
     cdef int _render(self, int32_t c, long max_chars) except -1

@@ -1073,6 +1073,16 @@ cdef class Extractor:
             node = best
         return node
 
+    cdef inline bint _in_table(self, int32_t j) noexcept:
+        """Whether element ``j`` is a part of a table (a row group, a row, a cell), not a table:
+        its parent is a table part (a table nested in a cell has a cell for parent)."""
+        cdef int32_t parent = self.elems[j].parent
+        return (
+            self.elems[j].kind & (K_TABLEPART | K_CELL) != 0
+            and parent >= 0
+            and self.elems[parent].kind & K_TABLEPART != 0
+        )
+
     cdef int _render(self, int32_t c, long max_chars) except -1:
         """Append the text of element ``c`` without chrome and link lists to ``self.out``."""
         cdef Elem *elems = self.elems
@@ -1107,10 +1117,14 @@ cdef class Extractor:
                     drop = True
                 elif (
                     not (e.kind & K_INLINE)
+                    and not self._in_table(j)
                     and e.text >= MIN_LIST_CHARS
                     and <int64_t>e.link * 100 >= DENSE_PCT * e.text
                     and not link_page
                 ):
+                    # a link list; the rows and cells of a table are records of one table, which
+                    # is a link list or not as a whole (a member list links each entry to its
+                    # definition: which rows happen to be mostly links says nothing)
                     drop = True
                 elif (
                     not (e.kind & (K_INLINE | K_BLOCKSTOP | K_TABLEPART | K_CELL))
