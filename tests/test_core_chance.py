@@ -85,7 +85,7 @@ def test_a_block_shared_by_chance_finds_no_candidate(store: str, algorithm: str,
     ids, _ = det.storage.lookup(keys)
     assert len(ids) == 1  # the block's bucket holds the first page
     if store == "memory":  # dropped by the store before fetching
-        assert len(det._drop_chance_hits(ids, "https://b.example/2", second)) == 0
+        assert det._candidates(ids, "https://b.example/2", second) is None
     verdict = det._check_sketch("https://b.example/2", "b.example", second, "", 1000)
     assert verdict.status == "unique"
     assert verdict.reason == "no candidate in the index"
@@ -104,15 +104,17 @@ def test_a_block_within_the_distance_stays_a_candidate(store: str, tmp_path: Pat
     det.close()
 
 
-def test_the_same_address_stays_a_candidate_however_far() -> None:
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+def test_the_same_address_stays_a_candidate_however_far(store: str, tmp_path: Path) -> None:
     """Hits by url or resource key are candidates by address (a view of the same resource)."""
-    det = NearDupDetector()
+    storage = SQLiteStorage(path=str(tmp_path / "index.sqlite")) if store == "sqlite" else None
+    det = NearDupDetector(storage=storage)
     first, second = _pair(det, [40, 50, 60, 62])
     det._check_sketch("https://a.example/doc", "a.example", first, "", 1000)
-    batch = det.storage.fetch(np.array([0], dtype=np.int64))
-    kept = det._without_chance_hits("https://a.example/doc?print=1", second, batch)
-    assert len(kept) == 1
-    assert len(det._without_chance_hits("https://a.example/other", second, batch)) == 0
-    assert len(det._drop_chance_hits(np.array([0]), "https://a.example/doc?print=1", second)) == 1
-    assert len(det._drop_chance_hits(np.array([0]), "https://a.example/doc", second)) == 1
-    assert len(det._drop_chance_hits(np.array([0]), "https://a.example/doc2", second)) == 0
+    hit = np.array([0], dtype=np.int64)
+    for url in ("https://a.example/doc?print=1", "https://a.example/doc"):
+        batch = det._candidates(hit, url, second)
+        assert batch is not None and len(batch) == 1
+    for url in ("https://a.example/doc2", "https://a.example/doc2?print=1"):
+        assert not det._candidates(hit, url, second)
+    det.close()

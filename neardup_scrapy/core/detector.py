@@ -346,14 +346,22 @@ class NearDupDetector:
             by_address=self._url_identity,
         )
 
-    def _drop_chance_hits(self, ids: np.ndarray[Any, Any], url: str, sketch: Sketch) -> Any:
-        """``ids`` less the hits a store can tell, before fetching, shared only a SimHash block
-        with the page by chance (:mod:`.chance`); :meth:`_decide` drops the same from any batch."""
-        narrow: Callable[..., Any] | None = getattr(self.storage, "drop_chance_hits", None)
-        if narrow is None or not len(ids):
-            return ids
+    def _candidates(self, ids: np.ndarray[Any, Any], url: str, sketch: Sketch) -> DocBatch | None:
+        """The records of the lookup's hits ``ids`` that are candidates: less the pages that share
+        only a SimHash block with the page by chance (:mod:`.chance`), dropped by the store before
+        fetching when it can, else from the fetched batch (the same test either way)."""
+        if not len(ids):
+            return None
         chance = self._chance_filter(url, sketch)
-        return ids if chance is None else narrow(ids, chance)
+        narrow: Callable[..., Any] | None = getattr(self.storage, "drop_chance_hits", None)
+        if chance is None:
+            return self.storage.fetch(ids)
+        if narrow is not None:
+            ids = narrow(ids, chance)
+            return self.storage.fetch(ids) if len(ids) else None
+        batch = self.storage.fetch(ids)
+        dropped = chance.by_chance(batch.signatures, batch.simhashes, batch.urls)
+        return batch.rows(np.flatnonzero(~dropped).tolist()) if dropped.any() else batch
 
     def _check_sketch(self, url: str, host: str, sketch: Sketch, raw: str, nbytes: int) -> Verdict:
         keys = self._keys(url, sketch)
@@ -369,8 +377,7 @@ class NearDupDetector:
                     break
             else:
                 ids, token = self.storage.lookup(keys)
-            ids = self._drop_chance_hits(ids, url, sketch)
-            match = self._decide(url, sketch, self.storage.fetch(ids) if len(ids) else None, exact_only)
+            match = self._decide(url, sketch, self._candidates(ids, url, sketch), exact_only)
             if match.status == "revisit":
                 return self._revisit(url, host, sketch, match, exact_only)
             result = self.storage.commit(self._commit_for(url, host, sketch, match, token, nbytes, keys))
@@ -556,17 +563,6 @@ class NearDupDetector:
             self._mirrors = mirrors
             self.mirrors_version += 1
 
-    def _without_chance_hits(self, url: str, sketch: Sketch, batch: DocBatch) -> DocBatch:
-        """``batch`` less the pages that share only a SimHash block with the page by chance
-        (:mod:`.chance`)."""
-        chance = self._chance_filter(url, sketch)
-        if chance is None:
-            return batch
-        dropped = chance.by_chance(batch.signatures, batch.simhashes, batch.urls)
-        if not dropped.any():
-            return batch
-        return batch.rows(np.flatnonzero(~dropped).tolist())
-
     def _no_candidate(self, exact_only: bool) -> _Match:
         """The decision for a page with no candidate at all."""
         return _Match(
@@ -582,8 +578,6 @@ class NearDupDetector:
         return self._rule.view(similarity, profiles=profiles, urls=urls)
 
     def _decide(self, url: str, sketch: Sketch, batch: DocBatch | None, exact_only: bool) -> _Match:
-        if batch is not None and len(batch):
-            batch = self._without_chance_hits(url, sketch, batch)
         if batch is None or not len(batch):
             return self._no_candidate(exact_only)
         if self.params.ttl is not None:
