@@ -4,9 +4,8 @@ A SimHash block table finds the pages within ``d = simhash_distance`` bits of a 
 differing bits leave at least two of the ``d + 2`` blocks whole (pigeonhole), so every such page
 shares all the bits of one table's mask (about ``128 / (d + 2)`` bits). A page that shares them
 but differs in more than ``d`` bits overall shares them by chance, and chance grows with the
-index: each of the ``C(d + 2, 2)`` tables holds about ``n / 2^(128 / (d + 2))`` pages
-matching any given one, which for ``d = 3`` is 0.02 per lookup at 100k pages, 0.2 at 1M and 2 at
-10M. Counted as candidates, they would make every lookup fetch and verify more pages as the index
+index: among ``n`` pages a lookup meets about ``C(d + 2, 2) n / 2^(128 / (d + 2))`` of them in
+its ``C(d + 2, 2)`` tables, which for ``d = 3`` is 0.02 at 100k pages, 0.2 at 1M and 2 at 10M. Counted as candidates, they would make every lookup fetch and verify more pages as the index
 grows. As in Manku et al. (WWW 2007), the block narrows and the Hamming distance decides: a hit
 is a candidate when it lies within ``d`` bits, shares a MinHash band, or was found by the
 page's digest or address; the rest are dropped before anything is verified.
