@@ -5,7 +5,8 @@ differing bits leave at least two of the ``d + 2`` blocks whole (pigeonhole), so
 shares all the bits of one table's mask (about ``128 / (d + 2)`` bits). A page that shares them
 but differs in more than ``d`` bits overall shares them by chance, and chance grows with the
 index: among ``n`` pages a lookup meets about ``C(d + 2, 2) n / 2^(128 / (d + 2))`` of them in
-its ``C(d + 2, 2)`` tables, which for ``d = 3`` is 0.02 at 100k pages, 0.2 at 1M and 2 at 10M. Counted as candidates, they would make every lookup fetch and verify more pages as the index
+its ``C(d + 2, 2)`` tables, which for ``d = 3`` is 0.02 at 100k pages, 0.2 at 1M and 2 at 10M.
+Counted as candidates, they would make every lookup fetch and verify more pages as the index
 grows. As in Manku et al. (WWW 2007), the block narrows and the Hamming distance decides: a hit
 is a candidate when it lies within ``d`` bits, shares a MinHash band, or was found by the
 page's digest or address; the rest are dropped before anything is verified.
