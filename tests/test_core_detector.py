@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup_scrapy.core import NearDupDetector, ParameterError
+from neardup_scrapy.core.detector import _common_prefix_length
 from neardup_scrapy.core.params import DetectorParams
 
 RNG = random.Random(11)
@@ -344,3 +346,17 @@ def test_report_examples_show_the_passage_that_differs() -> None:
     assert "CHANGED PASSAGE HERE" in example["b"]["text"]
     assert "CHANGED" not in example["a"]["text"]
     assert len(example["a"]["text"]) <= 2000 and len(example["b"]["text"]) <= 2000
+
+
+@given(
+    st.text(alphabet="ab\u00e9\u4e2d", max_size=40),
+    st.text(alphabet="ab\u00e9\u4e2d", max_size=40),
+    st.booleans(),
+)
+def test_common_prefix_length_is_the_character_prefix(a: str, b: str, share: bool) -> None:
+    """The report's excerpts start where two texts first differ: the bisection must agree with a
+    character-by-character scan, also when one text is a prefix of the other."""
+    if share:
+        b = a[: len(b)] + b
+    expected = len(os.path.commonprefix([a, b]))  # noqa: RUF071 (the reference: a character prefix)
+    assert _common_prefix_length(a, b) == expected

@@ -708,6 +708,28 @@ def test_a_bar_holding_only_the_title_heading_is_not_the_content_of_a_short_page
     assert "Reltool Users Guide" in text and "release and script files" in text
 
 
+def test_text_written_straight_into_the_container_stays_with_the_heading_block() -> None:
+    """A short page whose only sentence sits directly in ``<main>`` (no element of its own) beside
+    a header block of the title heading and a longer line of reader counters: the descent
+    follows the heading's branch only when the container has no prose of its own beside it."""
+    viewed = "".join(
+        f"<li><a href='/p{i}'>Recently viewed page number {i} of the site</a></li>" for i in range(20)
+    )
+    doc = page(
+        f"<header><nav><ul>{viewed}</ul></nav></header>"
+        "<main><div class='header'><h1>Uses of Class org.example.Widget</h1>"
+        "<div class='stats'>Rated 4.5/5 by 2,578 readers and bookmarked 12,592 times</div>"
+        "<p class='stamp'>Revised 2 Jul 2023, 16:57 EDT</p></div>"
+        "No usage of org.example.Widget</main>"
+        "<footer><p>Copyright 1993, 2026, Example Corporation and its affiliates. All rights"
+        " reserved. Use is subject to license terms and the documentation policy.</p></footer>",
+        head="<title>Uses of Class org.example.Widget</title>",
+    )
+    text = html_to_text(doc)
+    assert "No usage of org.example.Widget" in text
+    assert "Uses of Class org.example.Widget" in text and "Recently viewed" not in text
+
+
 # ----------------------------------------------------------------------------------------------
 # the same content in another template gives the same text (benchmarks/bench_templates.py)
 

@@ -10,6 +10,7 @@ them as numpy views. Bucket keys are uint64: the top 8 bits name the table (0: e
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -105,13 +106,15 @@ def resource_of(url: str) -> str:
     return url[:cut]
 
 
+@lru_cache(maxsize=8)
 def resource_keys(url: str, seed: int) -> tuple[np.uint64, np.uint64]:
     """``(lookup, insert)`` keys of a url's resource (:func:`resource_of`).
 
     A base (no query or fragment) is inserted under the base table and looks up the views; a
     view is inserted under the view table and looks up its base. A lookup of a view finds one page
     (its base) however many views an address has (``viewtopic.php?t=...``), and a base and
-    its views meet in whichever order they come.
+    its views meet in whichever order they come. Cached for the last few urls: one check asks
+    for its url's keys up to three times (lookup, provisional and final commit).
     """
     resource = resource_of(url)
     # salted apart, so the two tables differ in every bit (stores may keep only the low ones)

@@ -15,7 +15,8 @@ and its ``<article>`` descendants. Everything after the walk is arithmetic over 
    of the node's *mass* (text outside chrome, link text weighted 1/5), never into a content
    block (paragraph, list, heading, data table: a table that holds the page's title heading
    lays the page out and is descended), nor away from a heading among the node's children
-   (a document of headed sections stays whole); when the page has a *title heading* (the
+   (a document of headed sections stays whole), nor away from text written straight into the
+   node (its own prose: the children beside it are parts of the document); when the page has a *title heading* (the
    heading that matches ``<title>``; else its one ``<h1>`` outside chrome, a headline written
    apart from the page's title), only into the branch holding it and more than it, so a
    page's heading stays with its text. A page that frames a copied document (an archive, a
@@ -127,6 +128,7 @@ cdef enum:
     LAYOUT_DENSE_PCT = 50   # a layout-named block in the container this much link text is chrome
     MIN_LIST_CHARS = 20
     LINE_CHARS = 100        # a block shorter than this is one line of text
+    OWN_TEXT_CHARS = 20     # text written straight into an element that makes it a container of prose
     HEADING_CHARS = 200     # a title-classed element longer than this is not a heading
     LINK_LINE_PCT = 50      # a one-line layout block this much link text is a navigation line
     DEADLINE_EVERY = 4096   # nodes between two clock reads
@@ -981,7 +983,7 @@ cdef class Extractor:
         cdef Elem *elems = self.elems
         cdef int32_t i, best = -1, node, child, holder, end, start
         cdef bint headed
-        cdef int64_t total = elems[0].text, best_text = 0, sum_text = 0, m, cm, best_mass
+        cdef int64_t total = elems[0].text, best_text = 0, sum_text = 0, m, cm, best_mass, own
         cdef Elem *e
         # 1. <main>
         for i in range(self.n_elems):
@@ -1018,9 +1020,11 @@ cdef class Extractor:
             best_mass = -1
             holder = -1
             headed = False
+            own = m  # the node's own text: its mass less its children's
             child = node + 1
             while child < end:
                 cm = _mass(&elems[child])
+                own -= cm
                 if self.frame >= 0 and child <= self.frame < elems[child].end and (
                     elems[child].text - elems[self.frame].text < MIN_LIST_CHARS
                 ):
@@ -1035,7 +1039,10 @@ cdef class Extractor:
                 if holder < 0 and self._holds_anchor(child):
                     holder = child
                 child = elems[child].end
-            if best < 0 or m <= 0:
+            if best < 0 or m <= 0 or own >= OWN_TEXT_CHARS * LINK_WEIGHT_DIV:
+                # text written straight into the node, outside any child element, is the node's
+                # own prose (chrome comes in elements of its own): a child beside it is a part of
+                # the document, not all of it
                 break
             if holder >= 0 and not self._holds_anchor(best) and self._only_anchor(holder):
                 # a bar holding only the title heading, beside the text: the heading is prepended
