@@ -10,7 +10,6 @@ less a margin (see CHANGES.md).
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import random
 import re
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from benchmark_modules import load_benchmark
 
 from neardup_scrapy.core import NearDupDetector
 from neardup_scrapy.core.text import html_to_text
@@ -201,20 +201,11 @@ def test_the_order_of_pages_does_not_matter(which: str, dev: dict[str, Any], doc
         assert metrics["mirror_pairs"] == expected
 
 
-def _bench_templates() -> Any:
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_templates.py"
-    spec = importlib.util.spec_from_file_location("bench_templates", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_template_mirrors_in_templates_never_tuned_on(eval_dev: Path, eval_docs: Path) -> None:
     """The main content of real pages moved into the templates of 20 other real sites
     (``benchmarks/bench_templates.py``): the copy is found, and distinct pages in one template
     stay apart. The sets hold three mirror templates each; this holds the extractor to many."""
-    bench = _bench_templates()
+    bench = load_benchmark("bench_templates")
     contents, templates, _ = bench.sample((eval_dev, eval_docs), 60, 20, 3, 40, None)
     figures = bench.measure(contents, templates)
     print(

@@ -6,12 +6,12 @@ store fetched, so stores without the shortcut give the same verdicts.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from benchmark_modules import load_benchmark
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,15 +21,6 @@ from neardup_scrapy.core.minhash import stored_form
 from neardup_scrapy.core.storage.sqlite import SQLiteStorage
 
 BANDS, ROWS, DISTANCE = 32, 4, 3
-
-
-def _bench_core() -> Any:
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_core.py"
-    spec = importlib.util.spec_from_file_location("bench_core", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @given(
@@ -61,7 +52,7 @@ def test_by_chance_exactly_when_far_and_no_band_is_shared(
 def _pair(det: NearDupDetector, flipped_bits: list[int]) -> tuple[Any, Any]:
     """Two pages with unrelated text whose SimHashes agree on the first block table's bits (the
     low 26) and differ in ``flipped_bits`` (all above them)."""
-    bench = _bench_core()
+    bench = load_benchmark("bench_core")
     rng = np.random.default_rng(7)
     fp = int(rng.integers(0, 2**63))
     other_fp = fp
