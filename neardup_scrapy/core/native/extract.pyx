@@ -16,12 +16,13 @@ and its ``<article>`` descendants. Everything after the walk is arithmetic over 
    block (paragraph, list, heading, data table: a table that holds the page's title heading
    lays the page out and is descended), nor away from a heading among the node's children
    (a document of headed sections stays whole), nor away from text written straight into the
-   node (its own prose: the children beside it are parts of the document); when the page has a *title heading* (the
-   heading that matches ``<title>``; else its one ``<h1>`` outside chrome, a headline written
-   apart from the page's title), only into the branch holding it and more than it, so a
-   page's heading stays with its text. A page that frames a copied document (an archive, a
-   wiki) labels it with an ``<h1>`` holding the document's heading and more ("Site:
-   Document"): the later heading is the title heading, and the label weighs nothing.
+   node (its own prose: the children beside it are parts of the document); when the page has
+   a *title heading* (the heading that matches ``<title>``; else its one ``<h1>`` outside
+   chrome, a headline written apart from the page's title), only into the branch holding it
+   and more than it, so a page's heading stays with its text. A page that frames a copied
+   document (an archive, a wiki) labels it with an ``<h1>`` holding the document's heading and
+   more ("Site: Document"): the later heading is the title heading, and the label weighs
+   nothing.
 2. **Render.** The container's text without hidden and dropped elements (scripts, forms...),
    chrome (navigation, sharing, ads, comments... by tag, ARIA role or class/id words), link
    lists, one-line blocks of mostly links (breadcrumbs, category lines) and the labels of blocks
