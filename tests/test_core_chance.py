@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from neardup_scrapy.core import NearDupDetector
 from neardup_scrapy.core.chance import ChanceFilter
 from neardup_scrapy.core.minhash import stored_form
+from neardup_scrapy.core.sketch import resource_of
 from neardup_scrapy.core.storage.sqlite import SQLiteStorage
 
 BANDS, ROWS, DISTANCE = 32, 4, 3
@@ -29,9 +30,7 @@ BANDS, ROWS, DISTANCE = 32, 4, 3
     st.lists(st.integers(0, 127), max_size=128),
 )
 @settings(max_examples=300, deadline=None)
-def test_by_chance_exactly_when_far_and_no_band_is_shared(
-    fp: int, flips: list[int], changed: list[int]
-) -> None:
+def test_chance_exactly_when_far_and_no_band_is_shared(fp: int, flips: list[int], changed: list[int]) -> None:
     rng = np.random.default_rng(fp % 1000)
     sig = rng.integers(0, 2**32, size=BANDS * ROWS, dtype=np.uint32)
     other = sig.copy()
@@ -41,12 +40,27 @@ def test_by_chance_exactly_when_far_and_no_band_is_shared(
     for bit in flips:
         other_fp ^= 1 << bit
     chance = ChanceFilter(stored_form(sig), fp, BANDS, ROWS, DISTANCE, "https://a.example/x", True)
-    flagged = chance.by_chance(
+    flagged = chance.chance_rows(
         stored_form(other)[None, :], np.array([other_fp], dtype=np.uint64), ["https://b.example/x"]
     )
     distance = bin(fp ^ other_fp).count("1")
     band_shared = any(not any(b * ROWS <= r < (b + 1) * ROWS for r in changed) for b in range(BANDS))
-    assert bool(flagged[0]) == (distance > DISTANCE and not band_shared)
+    assert (flagged == [0]) == (distance > DISTANCE and not band_shared)
+
+
+_ADDRESSES = [
+    base + view
+    for base in ("https://a.example/x", "https://a.example/xy", "https://a.example/x/y", "http://b.example/x")
+    for view in ("", "?p=1", "?p=2", "#f", "?p=1#f")
+]
+
+
+@given(st.sampled_from(_ADDRESSES), st.sampled_from(_ADDRESSES))
+def test_same_address_is_the_url_or_a_base_and_a_view_of_it(url: str, other: str) -> None:
+    chance = ChanceFilter(np.zeros(128, dtype=np.uint8), 0, BANDS, ROWS, DISTANCE, url, True)
+    resource = resource_of(url)
+    expected = other == url or (resource_of(other) == resource and resource in {url, other})
+    assert chance.same_address(other) == expected
 
 
 def _pair(det: NearDupDetector, flipped_bits: list[int]) -> tuple[Any, Any]:

@@ -16,16 +16,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
 
 from .minhash import Stored
-from .simhash import hamming_many
+from .native.chance import far_rows
 from .sketch import resource_of
 
 U64Array = npt.NDArray[np.uint64]
-BoolArray = npt.NDArray[np.bool_]
 
 
 @dataclass(frozen=True)
@@ -49,29 +49,37 @@ class ChanceFilter:
     url: str
     by_address: bool
 
-    def by_chance(self, signatures: Stored, simhashes: U64Array, urls: Sequence[str]) -> BoolArray:
-        """Which rows are farther than ``max_distance`` bits, share no band with the page and
-        were not found by its address.
+    def chance_rows(self, signatures: Stored, simhashes: U64Array, urls: Sequence[str]) -> list[int]:
+        """Indices of the rows that share only a SimHash block with the page, in row order.
 
         A shared band is read from the stored forms: a band's rows equal in full are equal in
         stored form, so no band hit is ever called chance. ``urls`` is read only for rows that are
         far and share no band.
         """
-        far: BoolArray = hamming_many(self.simhash, simhashes) > self.max_distance
-        if self.bands and far.any():
-            width = self.bands * self.rows
-            rows = np.asarray(signatures)[:, :width] == np.asarray(self.stored)[:width]
-            shared: BoolArray = rows.reshape(len(rows), self.bands, self.rows).all(axis=2).any(axis=1)
-            far &= ~shared
-        if self.by_address and far.any():
-            for i in np.flatnonzero(far).tolist():
-                far[i] = not self.same_address(urls[i])
+        far = far_rows(
+            self.simhash,
+            np.ascontiguousarray(self.stored),
+            np.ascontiguousarray(simhashes, dtype=np.uint64),
+            np.ascontiguousarray(signatures).reshape(len(simhashes), -1),
+            self.bands,
+            self.rows,
+            self.max_distance,
+        )
+        if self.by_address and far:
+            return [i for i in far if not self.same_address(urls[i])]
         return far
+
+    @cached_property
+    def _resource(self) -> str:
+        return resource_of(self.url)
 
     def same_address(self, other: str) -> bool:
         """Whether the url or resource keys find ``other`` from the page: the same url, or a
         base (no query or fragment) and a view of it."""
         if other == self.url:
             return True
-        resource = resource_of(self.url)
+        resource = self._resource
+        # both cases share the page's resource, a prefix of every url of its address
+        if not other.startswith(resource):
+            return False
         return resource_of(other) == resource and resource in {self.url, other}

@@ -363,8 +363,8 @@ class NearDupDetector:
             ids = narrow(ids, chance)
             return self.storage.fetch(ids) if len(ids) else None
         batch = self.storage.fetch(ids)
-        dropped = chance.by_chance(batch.signatures, batch.simhashes, batch.urls)
-        return batch.rows(np.flatnonzero(~dropped).tolist()) if dropped.any() else batch
+        dropped = set(chance.chance_rows(batch.signatures, batch.simhashes, batch.urls))
+        return batch.rows([i for i in range(len(batch)) if i not in dropped]) if dropped else batch
 
     def _check_sketch(self, url: str, host: str, sketch: Sketch, raw: str, nbytes: int) -> Verdict:
         keys = self._keys(url, sketch)

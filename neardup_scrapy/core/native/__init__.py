@@ -4,5 +4,7 @@
 * :mod:`.tokens`: word tokens and their seeded hashes, with date and time masking;
 * :mod:`.sketch`: shingles, MinHash, SimHash, digest, bucket keys, the page profile and its
   comparisons;
-* :mod:`.page`: the three chained over reused buffers, one call per page.
+* :mod:`.page`: the three chained over reused buffers, one call per page;
+* :mod:`.bucketmap`: the index's bucket lookups; :mod:`.chance`: the test of its hits that
+  share a SimHash block by chance.
 """

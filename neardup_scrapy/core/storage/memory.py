@@ -99,12 +99,13 @@ class MemoryStorage:
         """``ids`` without the pages that share only a SimHash block with the page by chance
         (:mod:`~neardup_scrapy.core.chance`), judged on the columns before anything is fetched."""
         assert self._signatures is not None, "open() first"
-        rows = ids.tolist()
-        urls = _LazyUrls(self._urls, rows)
-        dropped = chance.by_chance(self._signatures.take(ids), self._simhashes.take(ids), urls)
-        if not dropped.any():
+        urls = _LazyUrls(self._urls, ids.tolist())
+        dropped = chance.chance_rows(self._signatures.take(ids), self._simhashes.take(ids), urls)
+        if not dropped:
             return ids
-        kept: I64Array = ids[~dropped]
+        keep = np.ones(len(ids), dtype=bool)
+        keep[dropped] = False
+        kept: I64Array = ids[keep]
         return kept
 
     def lookup_or_insert(
