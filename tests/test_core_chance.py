@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from neardup_scrapy.core import NearDupDetector
 from neardup_scrapy.core.chance import ChanceFilter
 from neardup_scrapy.core.minhash import stored_form
+from neardup_scrapy.core.native.chance import far_rows, far_rows_in_chunks
 from neardup_scrapy.core.sketch import resource_of
 from neardup_scrapy.core.storage.sqlite import SQLiteStorage
 
@@ -123,3 +124,47 @@ def test_the_same_address_stays_a_candidate_however_far(store: str, tmp_path: Pa
     for url in ("https://a.example/doc2", "https://a.example/doc2?print=1"):
         assert not det._candidates(hit, url, second)
     det.close()
+
+
+def test_far_rows_refuses_signatures_that_do_not_match_the_fingerprints() -> None:
+    stored = np.zeros(BANDS * ROWS, dtype=np.uint8)
+    one = np.zeros((1, BANDS * ROWS), dtype=np.uint8)
+    with pytest.raises(ValueError, match="one signature per simhash"):
+        far_rows(0, stored, np.zeros(2, dtype=np.uint64), one, BANDS, ROWS, DISTANCE)
+    with pytest.raises(ValueError, match="narrower"):
+        far_rows(0, stored, np.zeros(1, dtype=np.uint64), one[:, :8].copy(), BANDS, ROWS, DISTANCE)
+    assert far_rows(0, stored, np.array([0b1111], dtype=np.uint64), one, 0, ROWS, DISTANCE) == [0]
+
+
+@given(
+    st.integers(0, 2**64 - 1),
+    st.lists(st.integers(0, 39), max_size=12),
+    st.integers(0, 3),
+    st.integers(0, 2**32 - 1),
+)
+@settings(max_examples=100, deadline=None)
+def test_far_rows_read_in_chunks_as_in_one_array(
+    fp: int, rows: list[int], chunk_bits: int, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    width = BANDS * ROWS
+    stored = rng.integers(0, 256, size=width, dtype=np.uint8)
+    signatures = rng.integers(0, 256, size=(40, width), dtype=np.uint8)
+    signatures[::3] = stored  # some rows share every band
+    signatures[1::5, :ROWS] = stored[:ROWS]  # some share only the first band
+    fingerprints = np.array(
+        [fp ^ int(rng.integers(0, 2**64, dtype=np.uint64)) for _ in range(40)], dtype=np.uint64
+    )
+    fingerprints[::4] = fp ^ 0b101  # within the distance
+    size = 1 << chunk_bits
+    chunks = (
+        [fingerprints[i : i + size] for i in range(0, 40, size)],
+        [signatures[i : i + size] for i in range(0, 40, size)],
+    )
+    ids = np.array(rows, dtype=np.int64)
+    expected = far_rows(fp, stored, fingerprints[ids], signatures[ids], BANDS, ROWS, DISTANCE)
+    assert far_rows_in_chunks(ids, *chunks, chunk_bits, fp, stored, BANDS, ROWS, DISTANCE) == expected
+    with pytest.raises(IndexError):
+        far_rows_in_chunks(
+            np.array([40], dtype=np.int64), *chunks, chunk_bits, fp, stored, BANDS, ROWS, DISTANCE
+        )

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
@@ -28,7 +27,7 @@ from .sketch import resource_of
 U64Array = npt.NDArray[np.uint64]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ChanceFilter:
     """One page's test for hits that share only a SimHash block with it.
 
@@ -65,20 +64,21 @@ class ChanceFilter:
             self.rows,
             self.max_distance,
         )
+        return self.not_found_by_address(far, urls)
+
+    def not_found_by_address(self, far: list[int], urls: Sequence[str]) -> list[int]:
+        """The rows of ``far`` (far by both sketches) whose url the page's address keys do not
+        find (``urls[i]`` is row ``i``'s url): the hits that share a block by chance."""
         if self.by_address and far:
             return [i for i in far if not self.same_address(urls[i])]
         return far
-
-    @cached_property
-    def _resource(self) -> str:
-        return resource_of(self.url)
 
     def same_address(self, other: str) -> bool:
         """Whether the url or resource keys find ``other`` from the page: the same url, or a
         base (no query or fragment) and a view of it."""
         if other == self.url:
             return True
-        resource = self._resource
+        resource = resource_of(self.url)
         # both cases share the page's resource, a prefix of every url of its address
         if not other.startswith(resource):
             return False

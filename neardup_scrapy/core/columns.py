@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-CHUNK_ROWS = 1 << 15
+CHUNK_BITS = 15
+CHUNK_ROWS = 1 << CHUNK_BITS
 
 
 class Column:
@@ -26,6 +27,12 @@ class Column:
     def nbytes(self) -> int:
         """Bytes allocated."""
         return sum(c.nbytes for c in self._chunks)
+
+    @property
+    def chunks(self) -> list[npt.NDArray[Any]]:
+        """The chunks themselves (row ``r`` is row ``r % CHUNK_ROWS`` of chunk ``r >> CHUNK_BITS``),
+        for compiled readers; not to be modified."""
+        return self._chunks
 
     def append(self, value: Any) -> int:
         """Append one row and return its index."""

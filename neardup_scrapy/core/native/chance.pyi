@@ -10,3 +10,14 @@ def far_rows(
     rows: int,
     max_distance: int,
 ) -> list[int]: ...
+def far_rows_in_chunks(
+    ids: npt.NDArray[np.int64],
+    simhash_chunks: list[npt.NDArray[np.uint64]],
+    signature_chunks: list[npt.NDArray[np.uint8]],
+    chunk_bits: int,
+    simhash: int,
+    stored: npt.NDArray[np.uint8],
+    bands: int,
+    rows: int,
+    max_distance: int,
+) -> list[int]: ...

@@ -4,10 +4,13 @@
 A hit is *far* when its SimHash differs from the page's in more than ``max_distance`` bits and
 none of its MinHash bands equals the page's in stored form. Done with numpy, this is a handful of
 small array operations per lookup (about 40 us for one hit on a 2-core VM), and a large index
-meets a few such hits in every lookup; here it is one loop over the hits' rows.
+meets a few such hits in every lookup; here it is one loop over the hits' rows, read where they
+lie: in arrays (:func:`far_rows`) or in the chunks of the memory store's columns
+(:func:`far_rows_in_chunks`).
 """
 
-from libc.stdint cimport uint8_t, uint64_t
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.string cimport memcmp
 
 cdef extern from *:
@@ -27,6 +30,30 @@ cdef extern from *:
     int nd_popcount64(uint64_t x) nogil
 
 
+cdef inline bint _far(
+    uint64_t simhash,
+    const uint8_t *stored,
+    uint64_t other_simhash,
+    const uint8_t *other_stored,
+    int bands,
+    int rows,
+    int max_distance,
+) noexcept nogil:
+    cdef int band
+    if nd_popcount64(other_simhash ^ simhash) <= max_distance:
+        return False
+    for band in range(bands):
+        if memcmp(other_stored + band * rows, stored + band * rows, rows) == 0:
+            return False
+    return True
+
+
+cdef int _check_widths(Py_ssize_t stored_width, Py_ssize_t width, int bands, int rows) except -1:
+    if bands and (width < bands * rows or stored_width < bands * rows):
+        raise ValueError("signatures are narrower than bands * rows")
+    return 0
+
+
 def far_rows(
     uint64_t simhash,
     const uint8_t[::1] stored,
@@ -43,21 +70,47 @@ def far_rows(
     """
     cdef Py_ssize_t n = simhashes.shape[0]
     cdef Py_ssize_t i
-    cdef int band
-    cdef bint shared
     if signatures.shape[0] != n:
         raise ValueError("one signature per simhash")
-    if bands and (signatures.shape[1] < bands * rows or stored.shape[0] < bands * rows):
-        raise ValueError("signatures are narrower than bands * rows")
+    _check_widths(stored.shape[0], signatures.shape[1], bands, rows)
     out = []
     for i in range(n):
-        if nd_popcount64(simhashes[i] ^ simhash) <= max_distance:
-            continue
-        shared = False
-        for band in range(bands):
-            if memcmp(&signatures[i, band * rows], &stored[band * rows], rows) == 0:
-                shared = True
-                break
-        if not shared:
+        if _far(simhash, &stored[0], simhashes[i], &signatures[i, 0], bands, rows, max_distance):
+            out.append(i)
+    return out
+
+
+def far_rows_in_chunks(
+    const int64_t[::1] ids,
+    list simhash_chunks,
+    list signature_chunks,
+    int chunk_bits,
+    uint64_t simhash,
+    const uint8_t[::1] stored,
+    int bands,
+    int rows,
+    int max_distance,
+):
+    """:func:`far_rows` for the rows ``ids`` of columns kept in chunks of ``2**chunk_bits`` rows
+    (``simhash_chunks``: ``uint64``; ``signature_chunks``: ``uint8``, one signature per row);
+    positions in ``ids``."""
+    cdef Py_ssize_t i, chunk, n = ids.shape[0]
+    cdef int64_t row, mask = (<int64_t>1 << chunk_bits) - 1
+    cdef const uint64_t[::1] fingerprints
+    cdef const uint8_t[:, ::1] signatures
+    out = []
+    for i in range(n):
+        row = ids[i]
+        chunk = <Py_ssize_t>(row >> chunk_bits)
+        if row < 0 or chunk >= PyList_GET_SIZE(simhash_chunks) or chunk >= PyList_GET_SIZE(signature_chunks):
+            raise IndexError(f"row {row} is not in the columns")
+        fingerprints = <object>PyList_GET_ITEM(simhash_chunks, chunk)
+        signatures = <object>PyList_GET_ITEM(signature_chunks, chunk)
+        _check_widths(stored.shape[0], signatures.shape[1], bands, rows)
+        if (row & mask) >= fingerprints.shape[0] or (row & mask) >= signatures.shape[0]:
+            raise IndexError(f"row {row} is not in the columns")
+        if _far(
+            simhash, &stored[0], fingerprints[row & mask], &signatures[row & mask, 0], bands, rows, max_distance
+        ):
             out.append(i)
     return out

@@ -15,10 +15,11 @@ from typing import Any, overload
 import numpy as np
 
 from neardup_scrapy.core.chance import ChanceFilter
-from neardup_scrapy.core.columns import BytesColumn, Column, StringColumn
+from neardup_scrapy.core.columns import CHUNK_BITS, BytesColumn, Column, StringColumn
 from neardup_scrapy.core.minhash import STORED_DTYPE
 from neardup_scrapy.core.mirrors import MirrorEvidence, MirrorLedger
 from neardup_scrapy.core.multimap import KeyMultimap
+from neardup_scrapy.core.native.chance import far_rows_in_chunks
 
 from .base import (
     BUCKET_CAP,
@@ -99,10 +100,22 @@ class MemoryStorage:
         """``ids`` without the pages that share only a SimHash block with the page by chance
         (:mod:`~neardup_scrapy.core.chance`), judged on the columns before anything is fetched."""
         assert self._signatures is not None, "open() first"
-        urls = _LazyUrls(self._urls, ids.tolist())
-        dropped = chance.chance_rows(self._signatures.take(ids), self._simhashes.take(ids), urls)
+        far = far_rows_in_chunks(
+            np.ascontiguousarray(ids, dtype=np.int64),
+            self._simhashes.chunks,
+            self._signatures.chunks,
+            CHUNK_BITS,
+            chance.simhash,
+            np.ascontiguousarray(chance.stored),
+            chance.bands,
+            chance.rows,
+            chance.max_distance,
+        )
+        dropped = chance.not_found_by_address(far, _LazyUrls(self._urls, ids.tolist()))
         if not dropped:
             return ids
+        if len(dropped) == len(ids):
+            return ids[:0]
         keep = np.ones(len(ids), dtype=bool)
         keep[dropped] = False
         kept: I64Array = ids[keep]
