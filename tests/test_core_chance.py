@@ -134,6 +134,9 @@ def test_far_rows_refuses_signatures_that_do_not_match_the_fingerprints() -> Non
     with pytest.raises(ValueError, match="narrower"):
         far_rows(0, stored, np.zeros(1, dtype=np.uint64), one[:, :8].copy(), BANDS, ROWS, DISTANCE)
     assert far_rows(0, stored, np.array([0b1111], dtype=np.uint64), one, 0, ROWS, DISTANCE) == [0]
+    chance = ChanceFilter(stored, 0, BANDS, ROWS, DISTANCE, "https://a.example/x", True)
+    none = np.zeros((0, BANDS * ROWS), dtype=np.uint8)
+    assert chance.chance_rows(none, np.zeros(0, dtype=np.uint64), []) == []  # a store fetched nothing
 
 
 @given(

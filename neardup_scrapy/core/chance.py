@@ -55,6 +55,8 @@ class ChanceFilter:
         stored form, so no band hit is ever called chance. ``urls`` is read only for rows that are
         far and share no band.
         """
+        if not len(simhashes):
+            return []
         far = far_rows(
             self.simhash,
             np.ascontiguousarray(self.stored),
