@@ -61,13 +61,19 @@ def test_directory_levels_store_32_bit_tags(small_levels: None) -> None:
         assert level.keys is None and level.tags is not None and level.tags.dtype == np.uint32
 
 
-def test_a_full_size_directory_level_costs_at_most_ten_bytes_per_entry() -> None:
+@pytest.mark.parametrize(
+    ("n", "most"),
+    [
+        ((1 << 18) + 12345, 10.0),  # a large level: tag, id and 1 to 2 bytes of directory
+        (mm.DIRECTORY_MIN, 12.0 + 4 / mm.DIRECTORY_MIN),  # the smallest: no more than full keys (+ one slot)
+    ],
+)
+def test_a_directory_level_costs_no_more_than_full_keys(n: int, most: float) -> None:
     rng = np.random.default_rng(2)
-    n = mm.DIRECTORY_MIN + 12345
     keys = np.sort(rng.integers(0, 2**48, size=n, dtype=np.uint64))
     level = mm._Level(np.arange(n, dtype=np.int32), keys)
     assert level.offsets is not None and level.tags is not None
-    assert 8 < level.nbytes / n <= 10
+    assert 8 < level.nbytes / n <= most
     assert np.array_equal(level.full_keys(), keys)
     probe = keys[::1000]
     found = level.lookup(probe)

@@ -18,10 +18,13 @@ with 48 bits it is about one in 300,000.
 Small levels are plain sorted ``uint64`` keys. Large levels (at least ``DIRECTORY_MIN``
 entries) add a *directory*: ``offsets[b]`` is where the keys whose top ``D`` bits (of 48) equal
 ``b`` start, with ``D`` chosen so a directory bucket holds 2 to 4 entries on average (the
-directory costs 1 to 2 bytes per entry). Each entry keeps only its key's low 32 bits, its
-*tag*: since ``D >= 16``, bucket and tag together still determine all 48 bits, so merging
-loses nothing. An entry then costs 8 bytes (4 of tag, 4 of id) plus its directory share
-instead of 12, and a lookup reads one directory slot and one short bucket.
+directory costs 1 to 2 bytes per entry, at most 4 in a level of fewer than ``2**18``). Each
+entry keeps only its key's low 32 bits, its *tag*: since ``D >= 16``, bucket and tag together
+still determine all 48 bits, so merging loses nothing. An entry then costs 8 bytes (4 of tag,
+4 of id) plus its directory share instead of 12, and a lookup reads one directory slot and one
+short bucket: two cache misses where a binary search over a level too large for the caches
+takes one per halving. Only level 0, rewritten at every flush of the buffer, stays a plain
+sorted run (a directory of ``2**16`` slots per flush would cost more than it saves).
 
 Lookups and the buffer are compiled (:mod:`neardup_scrapy.core.native.bucketmap`): one call
 searches every level and the buffer for all of a page's keys; merges stay in numpy.
@@ -45,7 +48,7 @@ I32 = npt.NDArray[np.int32]
 
 RATIO = 32
 BUFFER = 2048
-DIRECTORY_MIN = 1 << 18
+DIRECTORY_MIN = BUFFER * RATIO  # every level past level 0's size
 _EMPTY_IDS = np.empty(0, dtype=np.int32)
 _EMPTY_KEYS = np.empty(0, dtype=np.uint64)
 KEY_BITS = 48

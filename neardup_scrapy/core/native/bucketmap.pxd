@@ -31,4 +31,6 @@ cdef class Run:
     cdef readonly Py_ssize_t n
     cdef readonly bint directory
 
+    cdef void prefetch_slot(self, uint64_t key) noexcept nogil
+    cdef void prefetch_bucket(self, uint64_t key) noexcept nogil
     cdef Py_ssize_t find(self, uint64_t key, ByteBuf *sink, Py_ssize_t room) except -1

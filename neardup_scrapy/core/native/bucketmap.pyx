@@ -23,6 +23,16 @@ from libc.string cimport memcpy, memset
 
 from neardup_scrapy.core.native._common cimport ByteBuf, bytebuf_reserve
 
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define ND_PREFETCH(p) __builtin_prefetch((const void *)(p))
+    #else
+    #define ND_PREFETCH(p) ((void)0)
+    #endif
+    """
+    void ND_PREFETCH(const void *p) noexcept nogil
+
 ctypedef fused sorted_key:
     uint32_t
     uint64_t
@@ -137,6 +147,22 @@ cdef class Run:
     def __len__(self):
         return self.n
 
+    cdef void prefetch_slot(self, uint64_t key) noexcept nogil:
+        """Ask the cache for ``key``'s directory slot (directory runs only)."""
+        cdef uint64_t bucket = key >> self.shift
+        if self.directory and bucket < <uint64_t>self.buckets:
+            ND_PREFETCH(&self.offsets[bucket])
+
+    cdef void prefetch_bucket(self, uint64_t key) noexcept nogil:
+        """Ask the cache for the start of ``key``'s bucket, tags and ids (its slot is read)."""
+        cdef uint64_t bucket = key >> self.shift
+        cdef uint32_t start
+        if self.directory and bucket < <uint64_t>self.buckets:
+            start = self.offsets[bucket]
+            if start < self.n:
+                ND_PREFETCH(&self.tags[start])
+                ND_PREFETCH(&self.ids[start])
+
     cdef Py_ssize_t find(self, uint64_t key, ByteBuf *sink, Py_ssize_t room) except -1:
         """Append the first ``room`` ids under ``key`` to ``sink``; returns how many."""
         cdef uint64_t bucket
@@ -206,6 +232,19 @@ def lookup(list runs, EntryBuffer buffer, const uint64_t[::1] keys, int64_t cap)
     try:
         for i in range(n):
             room[i] = cap
+        # In a large index every key's directory slot and bucket is a cache (and TLB) miss; asked
+        # for all at once, in two rounds (slots, then the buckets they point to), the misses
+        # overlap instead of coming one after the other in the search below.
+        for r in range(len(runs)):
+            run = <Run>runs[r]
+            if run.directory:
+                for i in range(n):
+                    run.prefetch_slot(keys[i])
+        for r in range(len(runs)):
+            run = <Run>runs[r]
+            if run.directory:
+                for i in range(n):
+                    run.prefetch_bucket(keys[i])
         for r in range(len(runs) - 1, -1, -1):
             run = <Run>runs[r]
             if run.n == 0:
