@@ -53,7 +53,7 @@ _ADDRESSES = [
     base + view
     for base in ("https://a.example/x", "https://a.example/xy", "https://a.example/x/y", "http://b.example/x")
     for view in ("", "?p=1", "?p=2", "#f", "?p=1#f")
-]
+] + ["https://a.example/x\u00e9", "https://a.example/x\u00e9?p=1"]
 
 
 @given(st.sampled_from(_ADDRESSES), st.sampled_from(_ADDRESSES))
@@ -171,3 +171,24 @@ def test_far_rows_read_in_chunks_as_in_one_array(
         far_rows_in_chunks(
             np.array([40], dtype=np.int64), *chunks, chunk_bits, fp, stored, BANDS, ROWS, DISTANCE
         )
+
+
+@given(st.sampled_from(_ADDRESSES), st.lists(st.sampled_from(_ADDRESSES), min_size=1, max_size=4))
+@settings(max_examples=60, deadline=None)
+def test_the_memory_store_drops_the_rows_the_batch_rule_drops(url: str, others: list[str]) -> None:
+    """The memory store's shortcut (urls told apart by their stored bytes before decoding) drops
+    exactly the rows :meth:`ChanceFilter.chance_rows` drops from a fetched batch."""
+    det = NearDupDetector()
+    first, second = _pair(det, [40, 50, 60, 62])
+    for other in others:
+        match = det._no_candidate(False)
+        keys = det._keys(other, first)
+        det.storage.commit(det._commit_for(other, "a.example", first, match, None, 1, keys))
+    ids = np.arange(len(others), dtype=np.int64)
+    chance = det._chance_filter(url, second)
+    assert chance is not None
+    batch = det.storage.fetch(ids)
+    dropped = chance.chance_rows(batch.signatures, batch.simhashes, batch.urls)
+    expected = [i for i in range(len(others)) if i not in dropped]
+    assert det.storage.drop_chance_hits(ids, chance).tolist() == expected
+    det.close()

@@ -15,7 +15,7 @@ page's digest or address; the rest are dropped before anything is verified.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -38,6 +38,8 @@ class ChanceFilter:
         max_distance: ``simhash_distance``.
         url: the page's url.
         by_address: whether lookups include the url and resource keys (url identity).
+        resource: the url without its query and fragment (:func:`~.sketch.resource_of`), a prefix
+            of every url the address keys find.
     """
 
     stored: Stored
@@ -47,6 +49,10 @@ class ChanceFilter:
     max_distance: int
     url: str
     by_address: bool
+    resource: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.resource = resource_of(self.url)
 
     def chance_rows(self, signatures: Stored, simhashes: U64Array, urls: Sequence[str]) -> list[int]:
         """Indices of the rows that share only a SimHash block with the page, in row order.
@@ -80,8 +86,7 @@ class ChanceFilter:
         base (no query or fragment) and a view of it."""
         if other == self.url:
             return True
-        resource = resource_of(self.url)
         # both cases share the page's resource, a prefix of every url of its address
-        if not other.startswith(resource):
+        if not other.startswith(self.resource):
             return False
-        return resource_of(other) == resource and resource in {self.url, other}
+        return resource_of(other) == self.resource and self.resource in {self.url, other}

@@ -111,7 +111,16 @@ class MemoryStorage:
             chance.rows,
             chance.max_distance,
         )
-        dropped = chance.not_found_by_address(far, _LazyUrls(self._urls, ids.tolist()))
+        dropped = far
+        if far and chance.by_address:
+            # A url that does not start with the page's resource cannot share its address: told
+            # from the stored bytes in place, without decoding the url.
+            rows = ids.tolist()
+            prefix = chance.resource.encode("utf-8", "surrogatepass")
+            shares = [self._urls.startswith(rows[i], prefix) for i in far]
+            dropped = [i for i, share in zip(far, shares, strict=True) if not share]
+            maybe_same = [i for i, share in zip(far, shares, strict=True) if share]
+            dropped += chance.not_found_by_address(maybe_same, _LazyUrls(self._urls, rows))
         if not dropped:
             return ids
         if len(dropped) == len(ids):
