@@ -1,4 +1,4 @@
-"""Build of the compiled per-page pass (Cython over lxml's C API); everything else is in pyproject.toml."""
+"""Build of the compiled per-page pass (Cython over lxml and its libxml2); the rest is in pyproject.toml."""
 
 import lxml
 from Cython.Build import cythonize

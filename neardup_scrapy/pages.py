@@ -18,7 +18,15 @@ from typing import Any, Final
 
 from .core.text import utf8_despite_label
 
-__all__ = ["ParseTimeout", "html_tree", "page_tree", "response_text", "selector_tree"]
+__all__ = [
+    "ParseTimeout",
+    "html_tree",
+    "ordinary_page",
+    "page_tree",
+    "response_text",
+    "selector_body",
+    "selector_tree",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +78,21 @@ def html_tree(text: str) -> Any:
     except Exception as exc:
         logger.debug("neardup: cannot parse a page (%r); reading its text instead", exc)
         return None
+
+
+def selector_body(text: str) -> bytes | None:
+    """The bytes parsel hands lxml for ``response.selector`` (:func:`html_tree`): ``text``
+    stripped, without NUL characters, in UTF-8; ``None`` when ``text`` cannot be encoded."""
+    try:
+        return text.strip().replace("\x00", "").encode("utf-8") or b"<html/>"
+    except UnicodeError:
+        return None
+
+
+def ordinary_page(text: str) -> bool:
+    """Whether :func:`page_tree` reads ``text`` from the tree Scrapy builds (size and markup
+    within bounds), so the same document parsed anew gives the same result."""
+    return len(text) <= SAFE_PARSE_CHARS and _cap_attributes(text) is text
 
 
 def _cap_attributes(text: str) -> str:

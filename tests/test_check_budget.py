@@ -200,6 +200,11 @@ ODD: dict[str, tuple[bytes, str]] = {
     "whitespace": (b"  \n\t ", "utf-8"),
     "2 MB article": (_doc(_ARTICLE * 700).encode(), "utf-8"),
     "unclosed cells": (("<table>" + "<td>cell text" * 50_000).encode(), "utf-8"),
+    # ordinary pages (the worker reads them from the parser's events, inline from the tree)
+    "article": (_doc(_ARTICLE).encode(), "utf-8"),
+    "latin-1 article": (_doc(_ARTICLE.replace("words", "mots déjà vus")).encode("latin-1"), "latin-1"),
+    "markup after html": ((_doc(_ARTICLE) + "<p>after the end of the page</p>").encode(), "utf-8"),
+    "head only": (b"<html><head><title>A title alone</title></head></html>", "utf-8"),
 }
 
 

@@ -3,23 +3,25 @@
 :class:`PageAnalyzer` is a pure function of the detector parameters, so it can run in another
 process (``neardup-scrapy scan --jobs``) while one process keeps the index; its result,
 :class:`PageAnalysis`, is picklable and is handed to :meth:`NearDupDetector.check_analysis`.
-The work itself is one compiled pass (:mod:`neardup_scrapy.core.native.page`) over the parsed
-tree, bounded in time by :attr:`DetectorParams.timeout`.
+The work itself is one compiled pass (:mod:`neardup_scrapy.core.native.page`) over the page's
+HTML as libxml2 parses it (or over a tree parsed already), bounded in time by
+:attr:`DetectorParams.timeout`.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from .hosts import host_of
-from .native.page import NativeAnalyzer
+from .native.page import NativeAnalyzer, PageSketch
 from .params import DetectorParams
 from .simhash import block_masks
 from .sketch import Sketch, host_salt
-from .text import parse_plain, tree_root
+from .text import parse_utf8, tree_root, utf8_document
 
 logger = logging.getLogger(__name__)
 
@@ -75,13 +77,16 @@ class PageAnalyzer:
         tree: Any = None,
         encoding: str | None = None,
         started: float | None = None,
+        parse: Callable[[], Any] | None = None,
     ) -> PageAnalysis:
         """Analyse one page; the text comes from ``text``, else ``tree``, else ``html``.
 
         Never raises on bad input: an unreadable page gives an analysis with a ``skip_reason``;
         a page whose parse and pass take longer than ``params.timeout`` is skipped as ``timeout``.
         ``started`` (``time.monotonic()``) is when the check began, when the caller parsed
-        ``tree`` itself: its parse counts in the budget too (default: now).
+        ``tree`` itself: its parse counts in the budget too (default: now). ``parse`` gives the
+        tree of ``html`` for the documents the compiled pass cannot read from the parser's
+        events (default: :func:`~.text.parse_utf8`); what it raises reaches the caller.
         """
         host = host_of(url)
         salt = host_salt(host, self.params.seed) if self.params.scope == "host" else None
@@ -91,17 +96,12 @@ class PageAnalyzer:
             if text is not None:
                 page = self._native.analyze_text(text, salt)
             else:
-                root = tree_root(tree) if tree is not None else None
-                if root is None and html is not None:
-                    root = parse_plain(html, encoding)
-                elif root is None:
-                    return PageAnalysis(host, "", None, "no content" if tree is None else "no text")
-                if root is None:
-                    return PageAnalysis(host, "", None, "no text")
-                left = self.params.timeout - (time.monotonic() - started)
-                if left <= 0:
-                    return PageAnalysis(host, "", None, "timeout")
-                page = self._native.analyze_tree(root, salt, left)
+                outcome = self._analyze_page(
+                    html, tree, encoding=encoding, salt=salt, started=started, parse=parse
+                )
+                if isinstance(outcome, str):
+                    return PageAnalysis(host, "", None, outcome)
+                page = outcome
         except (ValueError, TypeError, UnicodeError, MemoryError, RecursionError) as exc:
             logger.debug("neardup: cannot read %s: %r", url, exc)
             return PageAnalysis(host, "", None, f"unreadable ({type(exc).__name__})")
@@ -109,3 +109,40 @@ class PageAnalyzer:
             return PageAnalysis(host, "", None, page.status)
         excerpt = page.text[: EXCERPT_CHARS * 4].decode("utf-8", "ignore")[:EXCERPT_CHARS]
         return PageAnalysis(host, excerpt, Sketch.from_native(page, self.params.lsh_bands))
+
+    def _analyze_page(
+        self,
+        html: bytes | str | None,
+        tree: Any,
+        *,
+        encoding: str | None,
+        salt: int | None,
+        started: float,
+        parse: Callable[[], Any] | None,
+    ) -> PageSketch | str:
+        """The compiled pass over ``tree``, else over ``html``; a skip reason where there is none.
+
+        From HTML the pass follows the parser's events and builds no tree; the few documents it
+        cannot read that way (see ``NativeAnalyzer.analyze_html``) are parsed into a tree."""
+        root = tree_root(tree) if tree is not None else None
+        data = None
+        if root is None:
+            if html is None:
+                return "no content" if tree is None else "no text"
+            data = utf8_document(html, encoding)
+            if data is None:
+                return "no text"
+        left = self.params.timeout - (time.monotonic() - started)
+        if left <= 0:
+            return "timeout"
+        if data is not None:
+            page = self._native.analyze_html(data, salt, left)
+            if page is not None:
+                return page
+            root = tree_root(parse()) if parse is not None else parse_utf8(data)
+            if root is None:
+                return "no text"
+            left = self.params.timeout - (time.monotonic() - started)
+            if left <= 0:
+                return "timeout"
+        return self._native.analyze_tree(root, salt, left)

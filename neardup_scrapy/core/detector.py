@@ -193,6 +193,7 @@ class NearDupDetector:
         encoding: str | None = None,
         nbytes: int | None = None,
         started: float | None = None,
+        parse: Callable[[], Any] | None = None,
     ) -> Verdict:
         """Decide whether a page duplicates one seen before, and index it.
 
@@ -210,6 +211,8 @@ class NearDupDetector:
             nbytes: the body size for the bytes-saved figure (default: ``len(html)``).
             started: ``time.monotonic()`` when the check began, if the caller did part of it
                 (e.g. parsed ``tree``): that part counts in the ``timeout`` budget (default: now).
+            parse: returns the tree of ``html`` where the compiled pass cannot follow the
+                parser's events (see :class:`~.analysis.PageAnalyzer`); its exceptions propagate.
 
         Raises:
             StorageError: the store failed (after its own retries).
@@ -226,7 +229,9 @@ class NearDupDetector:
                 if cached is None:
                     return self._skip(url, host, "no text")
                 return self._check_sketch(url, host, cached, excerpt, nbytes)
-        analysis = self._analyzer(url, html, text=text, tree=tree, encoding=encoding, started=started)
+        analysis = self._analyzer(
+            url, html, text=text, tree=tree, encoding=encoding, started=started, parse=parse
+        )
         if repeat_key is not None and analysis.skip_reason in (None, "no text"):
             self._repeats.put(repeat_key, analysis.excerpt, analysis.sketch)
         return self.check_analysis(url, analysis, nbytes=nbytes)

@@ -23,7 +23,16 @@ from lxml import html as lxml_html
 
 from .native.extract import Extractor
 
-__all__ = ["Extraction", "extract", "extract_main_text", "html_to_text", "parse_html", "parse_plain"]
+__all__ = [
+    "Extraction",
+    "extract",
+    "extract_main_text",
+    "html_to_text",
+    "parse_html",
+    "parse_plain",
+    "parse_utf8",
+    "utf8_document",
+]
 
 DEFAULT_MAX_CHARS: Final = 500_000
 
@@ -198,17 +207,23 @@ def parse_plain(html: bytes | str, encoding: str | None = None) -> etree._Elemen
     return _parse(html, encoding, plain=True)
 
 
-def _parse(html: bytes | str, encoding: str | None, *, plain: bool) -> etree._Element | None:
-    """:func:`parse_html`, into plain :class:`lxml.etree._Element` trees when ``plain``."""
+def utf8_document(html: bytes | str, encoding: str | None = None) -> bytes | None:
+    """The document as the UTF-8 bytes the parser reads (charset chosen as in :func:`parse_html`),
+    or ``None`` when there is nothing to parse (empty, whitespace only, not text)."""
+    if isinstance(html, str):
+        data = html.encode("utf-8", "replace")
+    elif isinstance(html, (bytes, bytearray, memoryview)):
+        data = _to_utf8(bytes(html), encoding)
+    else:
+        return None
+    if not data or data.isspace():  # (stops at the first non-space byte; strip() would copy)
+        return None
+    return data
+
+
+def parse_utf8(data: bytes, *, plain: bool = True) -> etree._Element | None:
+    """Parse what :func:`utf8_document` gives (plain elements unless ``plain`` is false)."""
     try:
-        if isinstance(html, str):
-            data = html.encode("utf-8", "replace")
-        elif isinstance(html, (bytes, bytearray, memoryview)):
-            data = _to_utf8(bytes(html), encoding)
-        else:
-            return None
-        if not data or data.isspace():  # (stops at the first non-space byte; strip() would copy)
-            return None
         parser = _parser(plain)
         root = etree.fromstring(data, parser)
         last = parser.error_log.last_error
@@ -221,6 +236,15 @@ def _parse(html: bytes | str, encoding: str | None, *, plain: bool) -> etree._El
     if root is None or not isinstance(root.tag, str):
         return None
     return root
+
+
+def _parse(html: bytes | str, encoding: str | None, *, plain: bool) -> etree._Element | None:
+    """:func:`parse_html`, into plain :class:`lxml.etree._Element` trees when ``plain``."""
+    try:
+        data = utf8_document(html, encoding)
+    except Exception:
+        return None
+    return None if data is None else parse_utf8(data, plain=plain)
 
 
 # --------------------------------------------------------------------------------------------

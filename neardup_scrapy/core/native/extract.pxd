@@ -1,4 +1,5 @@
 # cython: language_level=3
+cimport cython
 from libc.stdint cimport int32_t, uint16_t, uint32_t, uint64_t
 
 from lxml.includes cimport tree
@@ -11,6 +12,7 @@ cdef enum:
     EXTRACT_EMPTY = 1
     EXTRACT_TIMEOUT = 2
     EXTRACT_NOMEM = 3
+    EXTRACT_FALLBACK = 4  # run_html: the page needs the tree walk (see Extractor.run_html)
 
 cdef struct Elem:
     int32_t parent      # index of the parent element (-1 for the walk's root)
@@ -28,6 +30,22 @@ cdef struct Elem:
     uint32_t flags      # classification bits
 
 
+cdef struct ElementAttrs:
+    # what an element's attributes say, read by the walk before the element is numbered
+    const unsigned char *cls
+    const unsigned char *ident
+    const unsigned char *href
+    size_t ncls
+    size_t nid
+    size_t nhref
+    int rel
+    bint hidden
+    bint has_href
+    bint role_main
+    bint role_chrome
+
+
+@cython.final
 cdef class Extractor:
     cdef Elem *elems
     cdef int32_t n_elems
@@ -45,11 +63,29 @@ cdef class Extractor:
     cdef int32_t container
     cdef uint32_t *drops
     cdef int32_t cap_drops
+    # the walk driven by parser events (run_html)
+    cdef void *parser
+    cdef int32_t ev_cur       # the open element (-1: none)
+    cdef int ev_depth         # elements open in the document
+    cdef int ev_skip          # elements open inside a hidden one (0: visible)
+    cdef int ev_region        # which child of <html> the events are in (REGION_*)
+    cdef bint ev_body         # the <body> has opened
+    cdef int ev_roots         # root elements opened (libxml2 opens another after </html>)
+    cdef int ev_status        # EXTRACT_OK until a deadline, a memory failure or a fallback
+    cdef bint ev_title        # collecting the <title>'s text
+    cdef long ev_steps
+    cdef double ev_deadline
 
     cdef int run(self, tree.xmlNode *root, long max_chars, double deadline) except -1
-    cdef int32_t _new_elem(self) except -1
+    cdef int run_html(self, const unsigned char *data, size_t n, long max_chars, double deadline) except -1
+    cdef void _reset(self) noexcept
+    cdef int _decide(self, long max_chars) except -1
+    cdef int32_t _new_elem(self) noexcept
+    cdef int32_t _open(self, int32_t cur, uint16_t kind, ElementAttrs *at) noexcept
+    cdef int _add_text(self, int32_t cur, const unsigned char *s, size_t n) noexcept
     cdef void _read_head(self, tree.xmlNode *head)
     cdef void _read_head_element(self, tree.xmlNode *node)
+    cdef void _read_link(self, const unsigned char *rel, size_t nrel, const unsigned char *href, size_t nhref) noexcept
     cdef bint _in_series(self, const unsigned char *href, size_t n) noexcept
     cdef int _walk(self, tree.xmlNode *top, double deadline) except -1
     cdef void _close(self, int32_t i) noexcept

@@ -1,10 +1,13 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""Main-content extraction in one walk over a parsed (libxml2) HTML tree.
+"""Main-content extraction in one walk over an HTML document's elements.
 
 The walk numbers the visible elements in document order and records, per element, its parent,
 the end of its subtree, its span in one text buffer, and bottom-up counts: visible characters,
 characters inside links, characters outside chrome, the largest content-marked element below it
-and its ``<article>`` descendants. Everything after the walk is arithmetic over these arrays:
+and its ``<article>`` descendants. It goes over a parsed (libxml2) tree (:meth:`Extractor.run`)
+or follows libxml2's HTML parser as it reads the document (:meth:`Extractor.run_html`: the
+parser's element and text events, the very ones lxml builds its trees from, so no tree is
+built). Everything after the walk is arithmetic over these arrays:
 
 1. **Container.** A ``<main>`` (or ``role="main"``) holding at least a fifth of the page's text
    is the main content (HTML: "the dominant contents of the body"), also where a parser
@@ -60,6 +63,7 @@ from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcmp, memcpy, memset, strlen
+from posix.dlfcn cimport RTLD_NOW, dlopen, dlsym
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
 from lxml.includes cimport tree
@@ -536,6 +540,73 @@ cdef inline const unsigned char *_attr_value(tree.xmlAttr *a, size_t *n) noexcep
     return <const unsigned char *>child.content
 
 
+# the attributes the walk reads
+cdef enum:
+    A_CLASS = 1
+    A_ID = 2
+    A_ROLE = 3
+    A_HIDDEN = 4
+    A_HREF = 5
+    A_REL = 6
+    A_STYLE = 7
+    A_ARIA_HIDDEN = 8
+
+
+cdef inline void _clear_attrs(ElementAttrs *at) noexcept nogil:
+    at.cls = at.ident = at.href = <const unsigned char *>b""
+    at.ncls = at.nid = at.nhref = 0
+    at.rel = 0
+    at.hidden = at.has_href = at.role_main = at.role_chrome = False
+
+
+cdef inline int _attr_which(const unsigned char *name, uint16_t kind) noexcept nogil:
+    """Which ``A_*`` attribute ``name`` is on an element of ``kind`` (0: one the walk ignores)."""
+    cdef unsigned char c = name[0]
+    if c == 99:
+        return A_CLASS if _eq(name, "class") else 0
+    if c == 105:
+        return A_ID if _eq(name, "id") else 0
+    if c == 114:
+        if _eq(name, "role"):
+            return A_ROLE
+        return A_REL if kind & K_A and _eq(name, "rel") else 0
+    if c == 104:
+        if _eq(name, "hidden"):
+            return A_HIDDEN
+        return A_HREF if _eq(name, "href") else 0
+    if c == 115:
+        return A_STYLE if _eq(name, "style") else 0
+    if c == 97:
+        return A_ARIA_HIDDEN if _eq(name, "aria-hidden") else 0
+    return 0
+
+
+cdef void _read_attr(int which, const unsigned char *v, size_t n, ElementAttrs *at) noexcept:
+    """Record what the attribute ``which`` with value ``v[:n]`` says about its element."""
+    if which == A_CLASS:
+        at.cls, at.ncls = v, n
+    elif which == A_ID:
+        at.ident, at.nid = v, n
+    elif which == A_ROLE:
+        if _ieq(v, n, "main"):
+            at.role_main = True
+        elif _role_is_chrome(v, n):
+            at.role_chrome = True
+    elif which == A_HIDDEN:
+        at.hidden = True
+    elif which == A_HREF:
+        at.has_href = True
+        at.href, at.nhref = v, n
+    elif which == A_REL:
+        at.rel = _rel_navigation(v, n)
+    elif which == A_STYLE:
+        if _style_hides(v, n):
+            at.hidden = True
+    elif which == A_ARIA_HIDDEN:
+        if _ieq(v, n, "true"):
+            at.hidden = True
+
+
 cdef inline int32_t _count_chars(const unsigned char *p, size_t n) noexcept nogil:
     """Visible characters of UTF-8 text: code points other than ASCII whitespace (9-13, 32).
 
@@ -604,6 +675,7 @@ cdef class Extractor:
         self.cap_elems = 0
         self.drops = NULL
         self.cap_drops = 0
+        self.parser = NULL
         memset(&self.buf, 0, sizeof(ByteBuf))
         memset(&self.out, 0, sizeof(ByteBuf))
         memset(&self.heading, 0, sizeof(ByteBuf))
@@ -611,6 +683,8 @@ cdef class Extractor:
         memset(&self.canonical, 0, sizeof(ByteBuf))
 
     def __dealloc__(self):
+        if self.parser != NULL:
+            _html_free_ctxt(<_ParserCtxt *>self.parser)
         free(self.elems)
         free(self.drops)
         free(self.buf.data)
@@ -620,14 +694,15 @@ cdef class Extractor:
         free(self.canonical.data)
 
     # -- the walk --------------------------------------------------------------------------------
-    cdef int32_t _new_elem(self) except -1:
+    cdef int32_t _new_elem(self) noexcept:
+        """A zeroed element at the end of the array; -1 when out of memory."""
         cdef Elem *grown
         cdef int32_t cap
         if self.n_elems >= self.cap_elems:
             cap = self.cap_elems * 2 if self.cap_elems else 4096
             grown = <Elem *>realloc(self.elems, cap * sizeof(Elem))
             if grown == NULL:
-                raise MemoryError()
+                return -1
             self.elems = grown
             self.cap_elems = cap
         memset(&self.elems[self.n_elems], 0, sizeof(Elem))
@@ -652,11 +727,9 @@ cdef class Extractor:
         does not enter <svg>)."""
         cdef tree.xmlNode *child
         cdef tree.xmlAttr *a
-        cdef const unsigned char *v
-        cdef size_t n
-        cdef bint canonical, series
+        cdef const unsigned char *rel
         cdef const unsigned char *href
-        cdef size_t nhref
+        cdef size_t nrel, nhref
         if _eq(node.name, "title") and self.title.len == 0:
             child = node.children
             while child != NULL:
@@ -664,23 +737,27 @@ cdef class Extractor:
                     bytebuf_append(&self.title, child.content, strlen(<const char *>child.content))
                 child = child.next
         elif _eq(node.name, "link"):
-            canonical = series = False
-            href = NULL
-            nhref = 0
+            rel = href = NULL
+            nrel = nhref = 0
             a = node.properties
             while a != NULL:
-                v = _attr_value(a, &n)
                 if _eq(a.name, "rel"):
-                    canonical = _ieq(v, n, "canonical")
-                    series = (_rel_navigation(v, n) & REL_SERIES) != 0
+                    rel = _attr_value(a, &nrel)
                 elif _eq(a.name, "href"):
-                    href, nhref = v, n
+                    href = _attr_value(a, &nhref)
                 a = a.next
-            if canonical and href != NULL and self.canonical.len == 0:
-                bytebuf_append(&self.canonical, href, nhref)
-            if series and href != NULL and self.n_series < 8:
-                self.series[self.n_series] = hash_bytes(href, nhref, 0x5E7)
-                self.n_series += 1
+            self._read_link(rel, nrel, href, nhref)
+
+    cdef void _read_link(self, const unsigned char *rel, size_t nrel, const unsigned char *href, size_t nhref) noexcept:
+        """Keep the href of a canonical ``<link>`` (the first one) and of ``<link rel=next/prev>``
+        (``rel``/``href`` NULL: the attribute is absent)."""
+        if rel == NULL or href == NULL:
+            return
+        if _ieq(rel, nrel, "canonical") and self.canonical.len == 0:
+            bytebuf_append(&self.canonical, href, nhref)
+        if _rel_navigation(rel, nrel) & REL_SERIES and self.n_series < 8:
+            self.series[self.n_series] = hash_bytes(href, nhref, 0x5E7)
+            self.n_series += 1
 
     cdef bint _in_series(self, const unsigned char *href, size_t n) noexcept:
         """Whether ``href`` is the page's declared next or previous document."""
@@ -702,21 +779,13 @@ cdef class Extractor:
         """
         cdef tree.xmlNode *node = top
         cdef tree.xmlAttr *a
-        cdef const_xmlChar *name
-        cdef Elem *e
-        cdef Elem *p
         cdef int32_t cur = -1, idx
         cdef uint16_t kind
-        cdef uint32_t flags, inherited
-        cdef uint8_t klass
+        cdef int which
+        cdef ElementAttrs at
         cdef const unsigned char *v
-        cdef const unsigned char *cls
-        cdef const unsigned char *ident
-        cdef const unsigned char *href
-        cdef size_t n, ncls, nid, nhref
-        cdef int rel
-        cdef bint hidden, has_href, role_main, role_chrome
-        cdef int32_t chars
+        cdef size_t n
+        cdef bint hidden
         cdef long steps = 0
         while True:
             steps += 1
@@ -729,85 +798,19 @@ cdef class Extractor:
                     self._read_head_element(node)
                 elif hidden and cur >= 0 and node.name[0] == 115 and _eq(node.name, "script"):
                     self.elems[cur].flags |= F_SCRIPTED
-                has_href = role_main = role_chrome = False
-                cls = ident = href = <const unsigned char *>b""
-                ncls = nid = nhref = 0
-                rel = 0
                 if not hidden:
+                    _clear_attrs(&at)
                     a = node.properties
                     while a != NULL:
-                        name = a.name
-                        if name[0] == 99 and _eq(name, "class"):
-                            cls = _attr_value(a, &ncls)
-                        elif name[0] == 105 and _eq(name, "id"):
-                            ident = _attr_value(a, &nid)
-                        elif name[0] == 114 and _eq(name, "role"):
+                        which = _attr_which(a.name, kind)
+                        if which:
                             v = _attr_value(a, &n)
-                            if _ieq(v, n, "main"):
-                                role_main = True
-                            elif _role_is_chrome(v, n):
-                                role_chrome = True
-                        elif name[0] == 104 and _eq(name, "hidden"):
-                            hidden = True
-                        elif name[0] == 104 and _eq(name, "href"):
-                            has_href = True
-                            href = _attr_value(a, &nhref)
-                        elif name[0] == 114 and kind & K_A and _eq(name, "rel"):
-                            v = _attr_value(a, &n)
-                            rel = _rel_navigation(v, n)
-                        elif name[0] == 115 and _eq(name, "style"):
-                            v = _attr_value(a, &n)
-                            if _style_hides(v, n):
-                                hidden = True
-                        elif name[0] == 97 and _eq(name, "aria-hidden"):
-                            v = _attr_value(a, &n)
-                            if _ieq(v, n, "true"):
-                                hidden = True
+                            _read_attr(which, v, n, &at)
                         a = a.next
+                    hidden = at.hidden
                 if not hidden:
-                    idx = self._new_elem()
-                    e = &self.elems[idx]
-                    e.parent = cur
-                    e.kind = kind
-                    inherited = 0
-                    if cur >= 0:
-                        p = &self.elems[cur]
-                        inherited = p.flags & (F_IN_SECTION | F_IN_ARTICLE | F_LINK)
-                        if p.kind & K_SECTIONING or p.flags & F_SEM_MAIN:
-                            inherited |= F_IN_SECTION
-                        if p.kind & K_ARTICLE:
-                            inherited |= F_IN_ARTICLE
-                    flags = inherited
-                    if kind & K_SEMCHROME or role_chrome:
-                        flags |= F_STRONG | F_SEMANTIC
-                    elif kind & K_HF:
-                        if not (inherited & F_IN_SECTION):
-                            flags |= F_STRONG | F_PAGE_HF
-                    elif ncls or nid:
-                        klass = _classify(cls, ncls, ident, nid)
-                        if klass & 7 == C_STRONG:
-                            flags |= F_STRONG
-                        elif klass & 7 == C_LAYOUT and not (kind & (K_H1 | K_H23)):
-                            # a layout word on a heading says what the heading is (a "page-header"
-                            # is the page's heading): the tag makes it content, not a page region
-                            flags |= F_LAYOUT
-                        elif klass & 7 == C_CONTENT:
-                            flags |= F_CONTENT
-                        if klass & C_TITLED:
-                            flags |= F_TITLED
-                    if kind & K_MAIN or role_main:
-                        flags |= F_SEM_MAIN
-                    if kind & K_ARTICLE:
-                        flags |= F_SEM_ARTICLE
-                    if kind & K_A and has_href:
-                        flags |= F_LINK
-                        if rel or self._in_series(href, nhref):
-                            # a pager or a link up to the contents: navigation by its relation
-                            # (its own rel, or the head's <link rel=next/prev> to the same href)
-                            flags |= F_STRONG
-                    e.flags = flags
-                    e.tstart = <uint32_t>self.buf.len
-                    if not (kind & K_INLINE) and bytebuf_push(&self.buf, 32) < 0:
+                    idx = self._open(cur, kind, &at)
+                    if idx < 0:
                         return EXTRACT_NOMEM
                     cur = idx
                     if node.children != NULL:
@@ -818,16 +821,8 @@ cdef class Extractor:
             elif (node.type == tree.XML_TEXT_NODE or node.type == tree.XML_CDATA_SECTION_NODE) and cur >= 0:
                 if node.content != NULL:
                     n = strlen(<const char *>node.content)
-                    if n:
-                        if bytebuf_append(&self.buf, node.content, n) < 0:
-                            return EXTRACT_NOMEM
-                        chars = _count_chars(node.content, n)
-                        e = &self.elems[cur]
-                        e.text += chars
-                        e.content += chars
-                        if e.flags & F_LINK:
-                            e.link += chars
-                            e.clink += chars
+                    if n and self._add_text(cur, node.content, n) < 0:
+                        return EXTRACT_NOMEM
             # the node is done: on to the next one in document order, closing finished elements
             if node == top:
                 return EXTRACT_OK
@@ -838,6 +833,75 @@ cdef class Extractor:
                 if node == top or node == NULL:
                     return EXTRACT_OK
             node = node.next
+
+    cdef int32_t _open(self, int32_t cur, uint16_t kind, ElementAttrs *at) noexcept:
+        """Number a visible element opening inside ``cur`` (-1: the walk's root) and set its
+        flags; returns its index, -1 when out of memory."""
+        cdef int32_t idx = self._new_elem()
+        cdef Elem *e
+        cdef Elem *p
+        cdef uint32_t flags, inherited = 0
+        cdef uint8_t klass
+        if idx < 0:
+            return -1
+        e = &self.elems[idx]
+        e.parent = cur
+        e.kind = kind
+        if cur >= 0:
+            p = &self.elems[cur]
+            inherited = p.flags & (F_IN_SECTION | F_IN_ARTICLE | F_LINK)
+            if p.kind & K_SECTIONING or p.flags & F_SEM_MAIN:
+                inherited |= F_IN_SECTION
+            if p.kind & K_ARTICLE:
+                inherited |= F_IN_ARTICLE
+        flags = inherited
+        if kind & K_SEMCHROME or at.role_chrome:
+            flags |= F_STRONG | F_SEMANTIC
+        elif kind & K_HF:
+            if not (inherited & F_IN_SECTION):
+                flags |= F_STRONG | F_PAGE_HF
+        elif at.ncls or at.nid:
+            klass = _classify(at.cls, at.ncls, at.ident, at.nid)
+            if klass & 7 == C_STRONG:
+                flags |= F_STRONG
+            elif klass & 7 == C_LAYOUT and not (kind & (K_H1 | K_H23)):
+                # a layout word on a heading says what the heading is (a "page-header"
+                # is the page's heading): the tag makes it content, not a page region
+                flags |= F_LAYOUT
+            elif klass & 7 == C_CONTENT:
+                flags |= F_CONTENT
+            if klass & C_TITLED:
+                flags |= F_TITLED
+        if kind & K_MAIN or at.role_main:
+            flags |= F_SEM_MAIN
+        if kind & K_ARTICLE:
+            flags |= F_SEM_ARTICLE
+        if kind & K_A and at.has_href:
+            flags |= F_LINK
+            if at.rel or self._in_series(at.href, at.nhref):
+                # a pager or a link up to the contents: navigation by its relation
+                # (its own rel, or the head's <link rel=next/prev> to the same href)
+                flags |= F_STRONG
+        e.flags = flags
+        e.tstart = <uint32_t>self.buf.len
+        if not (kind & K_INLINE) and bytebuf_push(&self.buf, 32) < 0:
+            return -1
+        return idx
+
+    cdef int _add_text(self, int32_t cur, const unsigned char *s, size_t n) noexcept:
+        """Append text found inside the open element ``cur``; -1 when out of memory."""
+        cdef int32_t chars
+        cdef Elem *e
+        if bytebuf_append(&self.buf, s, n) < 0:
+            return -1
+        chars = _count_chars(s, n)
+        e = &self.elems[cur]
+        e.text += chars
+        e.content += chars
+        if e.flags & F_LINK:
+            e.link += chars
+            e.clink += chars
+        return 0
 
     cdef void _close(self, int32_t i) noexcept:
         cdef Elem *e = &self.elems[i]
@@ -1177,16 +1241,7 @@ cdef class Extractor:
         _append_folded(&self.out, self.buf.data + pos, top.tend - pos)
         return 0
 
-    cdef int run(self, tree.xmlNode *root, long max_chars, double deadline) except -1:
-        """Extract the main text of the tree at ``root`` into ``self.out`` (UTF-8, whitespace
-        folded, at most ``max_chars`` characters), with ``self.heading``, ``self.title`` and
-        ``self.canonical``. Returns an ``EXTRACT_*`` outcome."""
-        cdef tree.xmlNode *body = NULL
-        cdef tree.xmlNode *node
-        cdef int status, i
-        cdef Elem *e
-        cdef int32_t h1 = -1, first_heading = -1, first_h1 = -1, first_titled = -1
-        cdef uint32_t above
+    cdef void _reset(self) noexcept:
         self.n_elems = 0
         self.buf.len = self.out.len = self.heading.len = self.title.len = self.canonical.len = 0
         self.anchor = -1
@@ -1194,6 +1249,15 @@ cdef class Extractor:
         self.frame = -1
         self.container = -1
         self.n_series = 0
+
+    cdef int run(self, tree.xmlNode *root, long max_chars, double deadline) except -1:
+        """Extract the main text of the tree at ``root`` into ``self.out`` (UTF-8, whitespace
+        folded, at most ``max_chars`` characters), with ``self.heading``, ``self.title`` and
+        ``self.canonical``. Returns an ``EXTRACT_*`` outcome."""
+        cdef tree.xmlNode *body = NULL
+        cdef tree.xmlNode *node
+        cdef int status
+        self._reset()
         if root == NULL:
             return EXTRACT_EMPTY
         if root.type == tree.XML_DOCUMENT_NODE or root.type == tree.XML_HTML_DOCUMENT_NODE:
@@ -1218,6 +1282,64 @@ cdef class Extractor:
         status = self._walk(body, deadline)
         if status != EXTRACT_OK:
             return status
+        return self._decide(max_chars)
+
+    cdef int run_html(self, const unsigned char *data, size_t n, long max_chars, double deadline) except -1:
+        """:meth:`run` on an HTML document (UTF-8 bytes) without building its tree.
+
+        libxml2's HTML parser, the one lxml builds its trees with, reports the elements and text
+        it would put in the tree as events; the walk follows them as they come, so the document
+        is read once and no tree is allocated and freed. The events are those that build lxml's
+        tree (same parser, same options), so the result is :meth:`run`'s on ``lxml.html``'s
+        parse. Returns ``EXTRACT_FALLBACK`` where the tree walk is needed instead: libxml2 not
+        reachable through lxml, a document whose first ``<html>`` has no ``<body>``, a document
+        nested nearly as deep as lxml's trees may be (the caller flattens it and parses a tree).
+        """
+        cdef _ParserCtxt *ctxt
+        cdef const _XmlError *error
+        cdef void *doc
+        self._reset()
+        if _html_new_ctxt == NULL or n > <size_t>0x7FFFFFFF:
+            return EXTRACT_FALLBACK
+        if self.parser == NULL:
+            self.parser = _html_new_ctxt(&_EVENTS, <void *>self)
+            if self.parser == NULL:
+                return EXTRACT_FALLBACK
+        ctxt = <_ParserCtxt *>self.parser
+        self.ev_cur = -1
+        self.ev_depth = self.ev_skip = 0
+        self.ev_region = REGION_NONE
+        self.ev_body = False
+        self.ev_roots = 0
+        self.ev_status = EXTRACT_OK
+        self.ev_title = False
+        self.ev_steps = 0
+        self.ev_deadline = deadline
+        doc = _html_read_memory(ctxt, <const char *>data, <int>n, NULL, "UTF-8", _PARSE_OPTIONS)
+        if doc != NULL:  # (no handler builds one)
+            _xml_free_doc(doc)
+        error = _xml_last_error(ctxt)
+        if self.ev_status != EXTRACT_OK:
+            # a stopped parser starts the next document afresh
+            _html_free_ctxt(ctxt)
+            self.parser = NULL
+            if self.ev_status != EV_DONE:
+                return self.ev_status
+            error = NULL
+        if error != NULL and error.code == XML_ERR_RESOURCE_LIMIT:
+            _html_free_ctxt(ctxt)
+            self.parser = NULL
+            return EXTRACT_FALLBACK
+        if not self.ev_body:
+            return EXTRACT_FALLBACK
+        return self._decide(max_chars)
+
+    cdef int _decide(self, long max_chars) except -1:
+        """Everything after the walk: choose the container and render it (``run``)."""
+        cdef int i
+        cdef Elem *e
+        cdef int32_t h1 = -1, first_heading = -1, first_h1 = -1, first_titled = -1
+        cdef uint32_t above
         if self.n_elems == 0 or self.elems[0].text == 0:
             return EXTRACT_EMPTY
         # ancestors' exclusion, top-down (a parent always precedes its children). HTML allows
@@ -1313,9 +1435,23 @@ cdef class Extractor:
         """
         cdef cetree._Element el = element
         cdef double deadline = _now() + timeout if timeout > 0 else 0.0
-        cdef tree.xmlNode *root = el._c_node
-        status = self.run(root, max_chars, deadline)
-        names = {EXTRACT_OK: "ok", EXTRACT_EMPTY: "empty", EXTRACT_TIMEOUT: "timeout", EXTRACT_NOMEM: "nomem"}
+        return self._result(self.run(el._c_node, max_chars, deadline))
+
+    def extract_html(self, bytes html, long max_chars=500_000, double timeout=0.0):
+        """:meth:`extract` from an HTML document (UTF-8 bytes) without building its tree; the
+        status ``"fallback"`` means the document needs :meth:`extract` on its parsed tree."""
+        cdef double deadline = _now() + timeout if timeout > 0 else 0.0
+        return self._result(
+            self.run_html(<const unsigned char *>PyBytes_AS_STRING(html), PyBytes_GET_SIZE(html), max_chars, deadline)
+        )
+
+    def _result(self, int status):
+        names = {
+            EXTRACT_OK: "ok", EXTRACT_EMPTY: "empty", EXTRACT_TIMEOUT: "timeout", EXTRACT_NOMEM: "nomem",
+            EXTRACT_FALLBACK: "fallback",
+        }
+        if status == EXTRACT_FALLBACK:
+            return (names[status], "", "", "", "")
         return (
             names[status],
             self.out.data[: self.out.len].decode("utf-8", "replace") if self.out.len else "",
@@ -1323,6 +1459,248 @@ cdef class Extractor:
             _fold(self.title.data[: self.title.len].decode("utf-8", "replace")) if self.title.len else "",
             self.canonical.data[: self.canonical.len].decode("utf-8", "replace").strip() if self.canonical.len else "",
         )
+
+
+# -- the walk driven by the parser's events ------------------------------------------------------
+# libxml2 is the one lxml carries (its module exports the library's functions): resolved at import,
+# so the events come from the very parser that builds lxml's trees, whatever copy lxml links.
+cdef extern from "libxml/parser.h":
+    ctypedef struct _XmlError "xmlError":
+        int code
+    ctypedef struct _ParserCtxt "xmlParserCtxt":
+        pass
+    ctypedef void (*_StartFn "startElementSAXFunc")(void *, const_xmlChar *, const_xmlChar **) noexcept
+    ctypedef void (*_EndFn "endElementSAXFunc")(void *, const_xmlChar *) noexcept
+    ctypedef void (*_TextFn "charactersSAXFunc")(void *, const_xmlChar *, int) noexcept
+    ctypedef void (*_CDataFn "cdataBlockSAXFunc")(void *, const_xmlChar *, int) noexcept
+    ctypedef void (*_BlankFn "ignorableWhitespaceSAXFunc")(void *, const_xmlChar *, int) noexcept
+    ctypedef void (*_ErrorFn "xmlStructuredErrorFunc")(void *, const _XmlError *) noexcept
+    ctypedef struct _SAXHandler "xmlSAXHandler":
+        _StartFn startElement
+        _EndFn endElement
+        _TextFn characters
+        _CDataFn cdataBlock
+        _BlankFn ignorableWhitespace
+        _ErrorFn serror
+        unsigned int initialized
+    unsigned int XML_SAX2_MAGIC
+    int XML_PARSE_HUGE
+    int XML_ERR_RESOURCE_LIMIT
+
+cdef extern from "libxml/HTMLparser.h":
+    int HTML_PARSE_RECOVER
+    int HTML_PARSE_NONET
+    int HTML_PARSE_COMPACT
+
+ctypedef _ParserCtxt *(*_NewCtxtFn)(const _SAXHandler *, void *) noexcept nogil
+ctypedef void *(*_ReadMemoryFn)(_ParserCtxt *, const char *, int, const char *, const char *, int) noexcept nogil
+ctypedef void (*_CtxtFn)(_ParserCtxt *) noexcept nogil
+ctypedef const _XmlError *(*_LastErrorFn)(void *) noexcept nogil
+ctypedef void (*_FreeDocFn)(void *) noexcept nogil
+
+cdef _NewCtxtFn _html_new_ctxt = NULL
+cdef _ReadMemoryFn _html_read_memory = NULL
+cdef _CtxtFn _html_free_ctxt = NULL
+cdef _CtxtFn _xml_stop_parser = NULL
+cdef _LastErrorFn _xml_last_error = NULL
+cdef _FreeDocFn _xml_free_doc = NULL
+# lxml.html's parser: lxml's HTML defaults (recover, no network, compact) and huge_tree
+cdef int _PARSE_OPTIONS = HTML_PARSE_RECOVER | HTML_PARSE_NONET | HTML_PARSE_COMPACT | XML_PARSE_HUGE
+cdef _SAXHandler _EVENTS
+
+cdef enum:
+    TREE_DEPTH = 2000   # elements nested this deep go to the tree walk (libxml2's tree stops at 2,048)
+    EV_DONE = 100       # the page's events are over: the parse stopped before the document's end
+
+cdef enum:
+    REGION_NONE = 0     # not inside <head> or <body> (<html> itself, an element beside them)
+    REGION_HEAD = 1
+    REGION_BODY = 2
+
+
+cdef void _bind_libxml2(bytes module_path):
+    """Resolve the parser functions in lxml's module (loaded already: the same copy)."""
+    global _html_new_ctxt, _html_read_memory, _html_free_ctxt, _xml_stop_parser, _xml_last_error, _xml_free_doc
+    cdef void *lib = dlopen(module_path, RTLD_NOW)
+    if lib == NULL:
+        return
+    cdef void *new_ctxt = dlsym(lib, "htmlNewSAXParserCtxt")
+    cdef void *read_memory = dlsym(lib, "htmlCtxtReadMemory")
+    cdef void *free_ctxt = dlsym(lib, "htmlFreeParserCtxt")
+    cdef void *stop = dlsym(lib, "xmlStopParser")
+    cdef void *last_error = dlsym(lib, "xmlCtxtGetLastError")
+    cdef void *free_doc = dlsym(lib, "xmlFreeDoc")
+    if NULL in (new_ctxt, read_memory, free_ctxt, stop, last_error, free_doc):
+        return
+    _html_read_memory = <_ReadMemoryFn>read_memory
+    _html_free_ctxt = <_CtxtFn>free_ctxt
+    _xml_stop_parser = <_CtxtFn>stop
+    _xml_last_error = <_LastErrorFn>last_error
+    _xml_free_doc = <_FreeDocFn>free_doc
+    _html_new_ctxt = <_NewCtxtFn>new_ctxt
+
+
+cdef inline void _halt(Extractor ex, int status) noexcept:
+    ex.ev_status = status
+    _xml_stop_parser(<_ParserCtxt *>ex.parser)
+
+
+cdef inline bint _tick(Extractor ex) noexcept:
+    """Count one event; False (and the parse stopped) once past the deadline."""
+    ex.ev_steps += 1
+    if ex.ev_steps % DEADLINE_EVERY == 0 and ex.ev_deadline > 0 and _now() > ex.ev_deadline:
+        _halt(ex, EXTRACT_TIMEOUT)
+        return False
+    return True
+
+
+cdef void _event_head_element(Extractor ex, const_xmlChar *name, const_xmlChar **atts) noexcept:
+    """:meth:`Extractor._read_head_element` for an element opening: a <title> starts collecting
+    its text, a <link> is read from its attributes."""
+    cdef const unsigned char *rel = NULL
+    cdef const unsigned char *href = NULL
+    cdef size_t i = 0
+    if _eq(name, "title"):
+        ex.ev_title = ex.title.len == 0
+    elif _eq(name, "link") and atts != NULL:
+        while atts[i] != NULL:
+            if _eq(atts[i], "rel"):
+                rel = atts[i + 1] if atts[i + 1] != NULL else <const unsigned char *>b""
+            elif _eq(atts[i], "href"):
+                href = atts[i + 1] if atts[i + 1] != NULL else <const unsigned char *>b""
+            i += 2
+        ex._read_link(rel, strlen(<const char *>rel) if rel != NULL else 0,
+                      href, strlen(<const char *>href) if href != NULL else 0)
+
+
+cdef void _event_open(Extractor ex, const_xmlChar *name, const_xmlChar **atts) noexcept:
+    """An element opens in <body> (or is the <body>): :meth:`Extractor._walk`'s element step."""
+    cdef uint16_t kind = _tag_kind(name)
+    cdef bint hidden = (kind & K_DROP) != 0
+    cdef ElementAttrs at
+    cdef const unsigned char *v
+    cdef size_t i = 0
+    cdef int which
+    cdef int32_t idx
+    if kind & K_TITLE or (hidden and name[0] == 108):  # <title>, <link>
+        _event_head_element(ex, name, atts)
+    elif hidden and ex.ev_cur >= 0 and name[0] == 115 and _eq(name, "script"):
+        ex.elems[ex.ev_cur].flags |= F_SCRIPTED
+    if not hidden:
+        _clear_attrs(&at)
+        if atts != NULL:
+            while atts[i] != NULL:
+                which = _attr_which(atts[i], kind)
+                if which:
+                    v = atts[i + 1] if atts[i + 1] != NULL else <const unsigned char *>b""
+                    _read_attr(which, v, strlen(<const char *>v), &at)
+                i += 2
+        hidden = at.hidden
+    if hidden:
+        ex.ev_skip = 1
+        return
+    idx = ex._open(ex.ev_cur, kind, &at)
+    if idx < 0:
+        _halt(ex, EXTRACT_NOMEM)
+        return
+    ex.ev_cur = idx
+
+
+cdef void _on_start(void *ctx, const_xmlChar *name, const_xmlChar **atts) noexcept:
+    cdef Extractor ex = <Extractor>ctx
+    cdef uint16_t kind
+    ex.ev_depth += 1
+    if ex.ev_status != EXTRACT_OK or name == NULL or not _tick(ex):
+        return
+    if ex.ev_depth >= TREE_DEPTH:
+        # lxml's tree stops near here: such a document is read as its tree is (the tree walk
+        # then flattens it), so every way of reading a page gives the same text
+        _halt(ex, EXTRACT_FALLBACK)
+        return
+    if ex.ev_region == REGION_BODY:
+        if ex.ev_skip:
+            ex.ev_skip += 1
+        else:
+            _event_open(ex, name, atts)
+    elif ex.ev_depth == 1:
+        if ex.ev_roots or not _eq(name, "html"):
+            # after its <html> closed, libxml2 starts another one for what follows; lxml's root
+            # is the first, so the rest is not the page's (and a first without <body> is the
+            # tree walk's). A root other than <html> is the tree walk's too.
+            _halt(ex, EV_DONE if ex.ev_body else EXTRACT_FALLBACK)
+        ex.ev_roots += 1
+    elif ex.ev_depth == 2:
+        kind = _tag_kind(name)
+        if kind & K_HEAD:
+            ex.ev_region = REGION_HEAD
+        elif kind & K_BODY and not ex.ev_body:
+            ex.ev_region = REGION_BODY
+            ex.ev_body = True
+            _event_open(ex, name, atts)
+    elif ex.ev_region == REGION_HEAD and ex.ev_depth == 3:
+        _event_head_element(ex, name, atts)
+
+
+cdef void _on_end(void *ctx, const_xmlChar *name) noexcept:
+    cdef Extractor ex = <Extractor>ctx
+    cdef int depth = ex.ev_depth
+    ex.ev_depth -= 1
+    ex.ev_title = False
+    if ex.ev_status != EXTRACT_OK:
+        return
+    if ex.ev_region == REGION_BODY:
+        if ex.ev_skip:
+            ex.ev_skip -= 1
+        else:
+            ex._close(ex.ev_cur)
+            ex.ev_cur = ex.elems[ex.ev_cur].parent
+    if depth == 2:
+        ex.ev_region = REGION_NONE
+
+
+cdef void _on_cdata(void *ctx, const_xmlChar *s, int n) noexcept:
+    cdef Extractor ex = <Extractor>ctx
+    if ex.ev_status != EXTRACT_OK or n <= 0:
+        return
+    if ex.ev_region == REGION_BODY and ex.ev_skip == 0 and ex.ev_cur >= 0 and _tick(ex):
+        if ex._add_text(ex.ev_cur, s, <size_t>n) < 0:
+            _halt(ex, EXTRACT_NOMEM)
+
+
+cdef void _on_text(void *ctx, const_xmlChar *s, int n) noexcept:
+    cdef Extractor ex = <Extractor>ctx
+    if ex.ev_title and n > 0:
+        bytebuf_append(&ex.title, s, <size_t>n)
+    _on_cdata(ctx, s, n)
+
+
+cdef void _on_blank(void *ctx, const_xmlChar *s, int n) noexcept:
+    """Whitespace the parser calls ignorable: lxml's tree builder drops it too."""
+
+
+cdef void _on_error(void *ctx, const _XmlError *error) noexcept:
+    """Parse errors: recovered from, never reported (lxml collects them in a log)."""
+
+
+memset(&_EVENTS, 0, sizeof(_EVENTS))
+_EVENTS.startElement = <_StartFn>_on_start
+_EVENTS.endElement = <_EndFn>_on_end
+_EVENTS.characters = <_TextFn>_on_text
+_EVENTS.cdataBlock = <_CDataFn>_on_cdata
+_EVENTS.ignorableWhitespace = <_BlankFn>_on_blank
+_EVENTS.serror = <_ErrorFn>_on_error
+_EVENTS.initialized = XML_SAX2_MAGIC
+
+
+def _bind() -> None:
+    import os
+
+    import lxml.etree
+
+    _bind_libxml2(os.fsencode(lxml.etree.__file__))
+
+
+_bind()
 
 
 cdef str _fold(str s):

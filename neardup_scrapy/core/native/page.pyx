@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""One compiled pass per page: parsed tree (or text) -> main text -> token hashes -> sketches.
+"""One compiled pass per page: HTML (or a parsed tree, or text) -> main text -> token hashes -> sketches.
 
 :class:`NativeAnalyzer` chains :class:`~.extract.Extractor`, :class:`~.tokens.Tokenizer` and
 :class:`~.sketch.Sketcher` over reused buffers; the only Python objects it makes per page are
@@ -17,6 +17,7 @@ from lxml.includes cimport tree
 from neardup_scrapy.core.native._common cimport ByteBuf, U64Buf
 from neardup_scrapy.core.native.extract cimport (
     EXTRACT_EMPTY,
+    EXTRACT_FALLBACK,
     EXTRACT_NOMEM,
     EXTRACT_OK,
     EXTRACT_TIMEOUT,
@@ -133,11 +134,27 @@ cdef class NativeAnalyzer:
         """
         cdef cetree._Element el = element
         cdef double deadline = monotonic() + timeout if timeout > 0 else 0.0
-        cdef Extractor ex = self.extractor
-        cdef int status
-        cdef PageSketch page
         self.toks.len = self.heading.len = self.title.len = 0
-        status = ex.run(el._c_node, self.max_chars, deadline)
+        return self._analyze(self.extractor.run(el._c_node, self.max_chars, deadline), deadline, host_salt)
+
+    def analyze_html(self, bytes html, host_salt=None, double timeout=0.0):
+        """Analyse an HTML document (UTF-8 bytes) in one pass over the parser's events, without
+        building its tree: the same result as :meth:`analyze_tree` on ``lxml.html``'s parse of
+        it. ``None`` when the document needs the tree (see ``Extractor.run_html``)."""
+        cdef double deadline = monotonic() + timeout if timeout > 0 else 0.0
+        cdef int status
+        self.toks.len = self.heading.len = self.title.len = 0
+        status = self.extractor.run_html(
+            <const unsigned char *>PyBytes_AS_STRING(html), PyBytes_GET_SIZE(html), self.max_chars, deadline
+        )
+        if status == EXTRACT_FALLBACK:
+            return None
+        return self._analyze(status, deadline, host_salt)
+
+    cdef PageSketch _analyze(self, int status, double deadline, host_salt):
+        """Tokens and sketches of what the extractor found (``status``: its outcome)."""
+        cdef Extractor ex = self.extractor
+        cdef PageSketch page
         if status == EXTRACT_TIMEOUT:
             return self._finish("timeout", None, 0, False)
         if status == EXTRACT_NOMEM:
