@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
+from .core.native.extract import has_long_tag
 from .core.text import utf8_despite_label
 
 __all__ = [
@@ -49,9 +50,6 @@ _MAX_DEPTH: Final = 2047
 # each run of characters between two angle brackets is scanned once.
 _LONG_TAG_RE: Final = re.compile(rf"<[a-zA-Z][^<>]{{{2 * MAX_ATTRIBUTES},}}>")
 _ATTRIBUTE_RE: Final = re.compile(r"""[^\s/>"'=]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'>]*))?""")
-# Whether a tree reaches libxml2's depth limit: a fixed location path, evaluated level by level
-# in C (linear in the number of elements).
-_TOO_DEEP: Final = "boolean(/" + "/*" * _MAX_DEPTH + ")"
 
 
 class ParseTimeout(Exception):
@@ -107,18 +105,30 @@ def _cap_attributes(text: str) -> str:
                 return tag[: attribute.start()] + ">"
         return tag
 
+    if not has_long_tag(text, 2 * MAX_ATTRIBUTES):
+        return text
     capped = _LONG_TAG_RE.sub(cap, text)
     return text if capped == text else capped
 
 
-def _too_deep(root: Any, text: str | None = None) -> bool:
-    """Whether ``root`` reaches libxml2's depth limit (never when ``text`` has fewer tags)."""
-    if text is not None and text.count("<") < _MAX_DEPTH:
-        return False
+def _too_deep(root: Any) -> bool:
+    """Whether ``root`` is a tree libxml2 cut at its depth limit.
+
+    The parser stops at the element it cannot nest and drops the rest of the document, so that
+    element is the document's last: at the end of the chain of last children from the root,
+    at the limit's depth. Following that chain costs one step per level of one path, where a
+    search of every path costs a visit of every element.
+    """
+    node, depth = root, 1
     try:
-        return bool(root.xpath(_TOO_DEEP))
+        while depth < _MAX_DEPTH:
+            if not len(node):
+                return False
+            node = node[-1]
+            depth += 1
     except Exception:
         return False
+    return True
 
 
 def _bounded_parse(text: str, deadline: float) -> Any:
@@ -172,7 +182,7 @@ def page_tree(text: str, deadline: float, scrapy_tree: Callable[[], Any] | None 
     capped = _cap_attributes(text)
     if capped is text and len(text) <= SAFE_PARSE_CHARS:
         root = scrapy_tree() if scrapy_tree is not None else html_tree(text)
-        if root is None or not _too_deep(root, text):
+        if root is None or not _too_deep(root):
             return root
     try:
         return _bounded_parse(capped, deadline)

@@ -9,6 +9,7 @@ skipped with reason ``timeout``; the pages behind it keep their verdicts and the
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -18,9 +19,12 @@ import pytest
 import scrapy
 from e2e_crawl import make_crawler, run_crawl
 from e2e_server import Page, Site, article, html_page, serve
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scrapy.http import HtmlResponse
 
 from neardup_scrapy.core import NearDupDetector, Verdict
+from neardup_scrapy.core.native.extract import has_long_tag
 from neardup_scrapy.pages import MAX_ATTRIBUTES, page_tree, response_text, selector_tree
 from neardup_scrapy.runtime import NeardupRuntime
 from neardup_scrapy.worker import _check as worker_check
@@ -86,6 +90,19 @@ def test_each_pathological_page_ends_within_the_budget(mode: str) -> None:
         detector.close()
         if runtime is not None:
             runtime.close()
+
+
+_MARKUP_CHARACTERS = st.sampled_from("<>aZ =\"'x/\u00e9\u4e2d\U0001f600")
+
+
+@given(st.text(alphabet=_MARKUP_CHARACTERS, max_size=300), st.integers(0, 30))
+@settings(max_examples=500, deadline=None)
+def test_the_long_tag_scan_finds_the_tags_the_pattern_finds(text: str, min_chars: int) -> None:
+    """The compiled scan that spares most pages the attribute cap's regular expression."""
+    found = has_long_tag(text, min_chars)
+    assert found == bool(re.search(rf"<[a-zA-Z][^<>]{{{min_chars},}}", text))
+    if re.search(rf"<[a-zA-Z][^<>]{{{min_chars},}}>", text):
+        assert found
 
 
 def test_attributes_past_the_cap_are_dropped_and_text_is_kept() -> None:

@@ -60,6 +60,7 @@ goes, so no page can hold a check for long.
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
+from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND, PyUnicode_READ
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcmp, memcpy, memset, strlen
@@ -1701,6 +1702,32 @@ def _bind() -> None:
 
 
 _bind()
+
+
+def has_long_tag(str text, Py_ssize_t min_chars):
+    """Whether ``text`` holds a start tag (``<`` and an ASCII letter) followed by at least
+    ``min_chars`` characters before the next ``<`` or ``>``: the only tags that can hold that
+    many attributes. One linear scan, a cheap test before a regular expression does the rest."""
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0, j
+    cdef int kind = PyUnicode_KIND(text)
+    cdef void *data = PyUnicode_DATA(text)
+    cdef uint32_t c
+    while i + 1 < n:
+        if <uint32_t>PyUnicode_READ(kind, data, i) == 60:  # <
+            c = <uint32_t>PyUnicode_READ(kind, data, i + 1)
+            if (c | 32) >= 97 and (c | 32) <= 122:
+                j = i + 2
+                while j < n:
+                    c = <uint32_t>PyUnicode_READ(kind, data, j)
+                    if c == 60 or c == 62:
+                        break
+                    j += 1
+                if j - (i + 2) >= min_chars:
+                    return True
+                i = j
+                continue
+        i += 1
+    return False
 
 
 cdef str _fold(str s):
