@@ -65,6 +65,7 @@ cdef class Extractor:
     cdef int32_t cap_drops
     # the walk driven by parser events (run_html)
     cdef void *parser
+    cdef int ev_documents     # documents read by this parser context
     cdef int32_t ev_cur       # the open element (-1: none)
     cdef int ev_depth         # elements open in the document
     cdef int ev_skip          # elements open inside a hidden one (0: visible)

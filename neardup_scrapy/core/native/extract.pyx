@@ -677,6 +677,7 @@ cdef class Extractor:
         self.drops = NULL
         self.cap_drops = 0
         self.parser = NULL
+        self.ev_documents = 0
         memset(&self.buf, 0, sizeof(ByteBuf))
         memset(&self.out, 0, sizeof(ByteBuf))
         memset(&self.heading, 0, sizeof(ByteBuf))
@@ -1331,6 +1332,13 @@ cdef class Extractor:
             _html_free_ctxt(ctxt)
             self.parser = NULL
             return EXTRACT_FALLBACK
+        self.ev_documents += 1
+        if self.ev_documents >= PARSER_DOCUMENTS:
+            # the parser interns every tag and attribute name it meets, for as long as it
+            # lives: a fresh one now and then bounds that table whatever names pages invent
+            _html_free_ctxt(ctxt)
+            self.parser = NULL
+            self.ev_documents = 0
         if not self.ev_body:
             return EXTRACT_FALLBACK
         return self._decide(max_chars)
@@ -1511,6 +1519,7 @@ cdef _SAXHandler _EVENTS
 
 cdef enum:
     TREE_DEPTH = 2000   # elements nested this deep go to the tree walk (libxml2's tree stops at 2,048)
+    PARSER_DOCUMENTS = 1000  # documents one parser context reads before a fresh one
     EV_DONE = 100       # the page's events are over: the parse stopped before the document's end
 
 cdef enum:
