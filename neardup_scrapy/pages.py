@@ -145,7 +145,9 @@ def _bounded_parse(text: str, deadline: float) -> Any:
 
     from .core.text import _FLATTEN_TAG_RE
 
-    body = text.strip().replace("\x00", "").encode("utf-8") or b"<html/>"
+    body = selector_body(text)
+    if body is None:
+        return None
     for attempt in range(2):
         parser = lxml_html.HTMLParser(recover=True, encoding="utf-8", huge_tree=True)
         for start in range(0, len(body), PARSE_CHUNK):
