@@ -321,6 +321,20 @@ def test_one_extractor_reads_many_documents_as_fresh_ones_would() -> None:
         assert shared.extract_html(data) == Extractor().extract_html(data)
 
 
+def test_a_parse_stopped_early_on_the_documents_that_renew_the_parser() -> None:
+    """Every way a parse ends (whole, stopped after ``</html>``, stopped at a deadline, given
+    to the tree) on every count of documents, past the renewal of the parser context."""
+    after = utf8_document("<body><p>The page itself.</p></body></html><p>after the end</p>")
+    whole = utf8_document("<body><p>A whole page.</p></body>")
+    headless = utf8_document("<html><head><title>Only a head</title></head></html>")
+    assert after is not None and whole is not None and headless is not None
+    extractor = Extractor()
+    for n in range(2_600):
+        data = (after, whole, headless)[n % 3]
+        assert extractor.extract_html(data)[0] == ("ok", "ok", "fallback")[n % 3]
+    assert extractor.extract_html(after)[1] == "The page itself."
+
+
 def _resident_bytes() -> int:
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")

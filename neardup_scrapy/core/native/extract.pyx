@@ -1300,6 +1300,7 @@ cdef class Extractor:
         cdef _ParserCtxt *ctxt
         cdef const _XmlError *error
         cdef void *doc
+        cdef bint cut
         self._reset()
         if _html_new_ctxt == NULL or n > <size_t>0x7FFFFFFF:
             return EXTRACT_FALLBACK
@@ -1321,25 +1322,18 @@ cdef class Extractor:
         if doc != NULL:  # (no handler builds one)
             _xml_free_doc(doc)
         error = _xml_last_error(ctxt)
-        if self.ev_status != EXTRACT_OK:
-            # a stopped parser starts the next document afresh
-            _html_free_ctxt(ctxt)
-            self.parser = NULL
-            if self.ev_status != EV_DONE:
-                return self.ev_status
-            error = NULL
-        if error != NULL and error.code == XML_ERR_RESOURCE_LIMIT:
-            _html_free_ctxt(ctxt)
-            self.parser = NULL
-            return EXTRACT_FALLBACK
+        cut = error != NULL and error.code == XML_ERR_RESOURCE_LIMIT
         self.ev_documents += 1
-        if self.ev_documents >= PARSER_DOCUMENTS:
-            # the parser interns every tag and attribute name it meets, for as long as it
-            # lives: a fresh one now and then bounds that table whatever names pages invent
+        if self.ev_status != EXTRACT_OK or cut or self.ev_documents >= PARSER_DOCUMENTS:
+            # a stopped parser starts the next document afresh; and it interns every tag and
+            # attribute name it meets, for as long as it lives: a fresh one now and then bounds
+            # that table whatever names pages invent
             _html_free_ctxt(ctxt)
             self.parser = NULL
             self.ev_documents = 0
-        if not self.ev_body:
+        if self.ev_status != EXTRACT_OK and self.ev_status != EV_DONE:
+            return self.ev_status
+        if cut or not self.ev_body:
             return EXTRACT_FALLBACK
         return self._decide(max_chars)
 
