@@ -42,7 +42,9 @@ from .signals import duplicate_found
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
+    from twisted.python.failure import Failure
 
+    from .check_thread import CheckThread
     from .worker import DetectorWorker
 
 __all__ = ["KNOWN_SETTINGS", "NeardupRuntime", "NeardupStorageError", "reason_key"]
@@ -213,6 +215,8 @@ class NeardupRuntime:
         self._logged_first_duplicate = False
         self._finalizers: list[Callable[[NeardupRuntime, str], None]] = []
         self._closed = False
+        self._thread: CheckThread | None = None
+        self._thread_mirrors_version = -1
         crawler.signals.connect(self._spider_closed, signal=scrapy_signals.spider_closed)
 
     # -- creation --------------------------------------------------------------------------------
@@ -408,12 +412,25 @@ class NeardupRuntime:
                 tree from ``text`` (:func:`neardup_scrapy.pages.html_tree`).
 
         Returns:
-            The verdict inline; with a worker process, a Deferred that fires with it.
+            The verdict, or a Deferred that fires with it: with a worker process, and inline
+            while the reactor runs (the page is checked on the helper thread, see
+            :mod:`neardup_scrapy.check_thread`).
         """
         if self.worker is not None:
             return self._check_in_worker((url, text, None, nbytes))
-        from .pages import ParseTimeout, page_tree
+        from .pages import ParseTimeout, ordinary_page, page_tree
 
+        thread = self._check_thread()
+        if thread is not None:
+            # Scrapy's parse of an ordinary page stays in this thread: the spider reads the same
+            # tree next, and building lxml's Python objects on the other thread would only
+            # contend for the GIL (odd pages are parsed within the budget there, by page_tree)
+            if tree is not None and ordinary_page(text):
+                root = tree()
+                tree = lambda: root  # noqa: E731
+            return thread.submit(self._check_on_thread, url, text, nbytes, tree).addCallbacks(
+                self._checked_on_thread, self._failed_on_thread, callbackArgs=(url,), errbackArgs=(url,)
+            )
         # The parse counts in the check's budget (NEARDUP_TIMEOUT), as in the worker.
         started = time.monotonic()
         try:
@@ -451,6 +468,76 @@ class NeardupRuntime:
         self._count(verdict, "neardup/")
         return verdict
 
+    def _check_thread(self) -> CheckThread | None:
+        """Inline mode's helper thread (:mod:`neardup_scrapy.check_thread`), which owns the page
+        index from the first page checked while the reactor runs; ``None`` before (pages are
+        then checked in the caller's thread) and once the runtime is closed."""
+        if self._thread is None and not self._closed and self.detector is not None:
+            from twisted.internet import reactor
+
+            if reactor.running:
+                from .check_thread import CheckThread
+
+                self._thread = CheckThread.shared(reactor)
+        return self._thread
+
+    def _check_on_thread(
+        self, url: str, text: str, nbytes: int, tree: Callable[[], Any] | None
+    ) -> tuple[Verdict | None, StorageError | None, dict[str, str] | None]:
+        """An inline check on the helper thread: the verdict or the store's error, and the
+        detector's map of mirror hosts when it changed (read here, where the index lives)."""
+        from .pages import ParseTimeout, page_tree
+
+        detector = self.detector
+        assert detector is not None, "the index is closed"
+        started = time.monotonic()
+        try:
+            try:
+                root = page_tree(text, started + self.config.params.timeout, tree)
+                timed_out = False
+            except ParseTimeout:
+                root, timed_out = None, True
+            except Exception:
+                root, timed_out = None, False
+            if timed_out:
+                verdict = detector.skip(url, "timeout")
+            else:
+                # analyze + check_analysis, not check(): check()'s cache of repeated bodies
+                # saves a pass by hashing the whole body in Python, and here the pass costs the
+                # crawl's thread nothing while that hashing would hold the GIL
+                analysis = detector.analyze(url, text, tree=root, started=started)
+                verdict = detector.check_analysis(url, analysis, nbytes=nbytes)
+        except StorageError as exc:
+            return None, exc, None
+        mirrors = None
+        if detector.mirrors_version != self._thread_mirrors_version:
+            self._thread_mirrors_version = detector.mirrors_version
+            mirrors = detector.mirrors
+        return verdict, None, mirrors
+
+    def _checked_on_thread(
+        self, outcome: tuple[Verdict | None, StorageError | None, dict[str, str] | None], url: str
+    ) -> Verdict:
+        verdict, error, mirrors = outcome
+        if mirrors is not None:
+            self._set_mirrors(mirrors)
+        if error is not None:
+            return self._storage_failed(url, error)
+        assert verdict is not None
+        self._store_answered()
+        self._count(verdict, "neardup/")
+        return verdict
+
+    def _failed_on_thread(self, failure: Failure, url: str) -> Verdict:
+        error = failure.value
+        return self.unexpected(url, error if error is not None else RuntimeError("the check failed"))
+
+    def _on_thread_idle(self) -> None:
+        """Wait until the helper thread has run every job handed over (before the index is read
+        or closed in this thread)."""
+        if self._thread is not None and not self._thread.drain(REPORT_TIMEOUT):
+            logger.warning("neardup: the check thread did not finish its pages within %.0f s", REPORT_TIMEOUT)
+
     def _check_in_worker(self, payload: tuple[Any, ...]) -> Deferred[Verdict]:
         deferred: Deferred[Verdict] = Deferred()
         url = payload[0]
@@ -482,8 +569,12 @@ class NeardupRuntime:
 
     def skip(self, url: str, reason: str) -> Verdict:
         """Count a page as skipped without checking it (non-HTML, too large, opted out...)."""
-        if self.worker is not None:
-            self._live_worker().send("skip", (url, reason))
+        if self.worker is not None or self._check_thread() is not None:
+            if self.worker is not None:
+                self._live_worker().send("skip", (url, reason))
+            else:
+                assert self._thread is not None and self.detector is not None
+                self._thread.post(self.detector.skip, url, reason)
             host = host_of(url)
             verdict = Verdict(
                 url=url, host=host, status="skipped", reason=reason, mirror_of=self._mirror_of.get(host)
@@ -537,7 +628,7 @@ class NeardupRuntime:
         stats.inc_value(prefix + verdict.status)
         if verdict.status == "skipped":
             stats.inc_value(f"{prefix}skipped/{reason_key(verdict.reason)}")
-        elif prefix == "neardup/" and self.detector is not None:
+        elif prefix == "neardup/" and self.detector is not None and self._thread is None:
             self._sync_mirrors()
         if self.config.debug:
             logger.debug(
@@ -688,6 +779,7 @@ class NeardupRuntime:
             report: dict[str, Any] = self._live_worker(now=True).call_sync("report", options, REPORT_TIMEOUT)
             return report
         assert self.detector is not None
+        self._on_thread_idle()
         return self.detector.report(**options)
 
     def cluster_rows(self) -> list[dict[str, Any]]:
@@ -696,12 +788,15 @@ class NeardupRuntime:
             rows: list[dict[str, Any]] = self._live_worker(now=True).call_sync("export", None, REPORT_TIMEOUT)
             return rows
         assert self.detector is not None
+        self._on_thread_idle()
         from .core.exports import cluster_rows
 
         return cluster_rows(self.detector.storage)
 
     def close(self) -> None:
         """Close the indexes and stop the worker process (idempotent)."""
+        self._on_thread_idle()
+        self._thread = None
         if self.worker is not None:
             worker, self.worker = self.worker, None
             if worker.dead is None:

@@ -6,6 +6,7 @@ import dataclasses
 import json
 import os
 import signal
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
@@ -201,6 +202,28 @@ class FailingStorage(MemoryStorage):
         if parts[:2] == ["bug", "after"] and self.lookups > int(parts[2]):
             raise KeyError("a bug in the test store")
         return super().lookup(keys)
+
+
+class ThreadRecordingStorage(MemoryStorage):
+    """A memory store that writes the names of the threads its lookups ran on (a JSON list)
+    to the file named by its prefix (``NEARDUP_REDIS_PREFIX``) when it is closed."""
+
+    def __init__(self, prefix: str = "", ttl: float | None = None, **_: Any) -> None:
+        super().__init__(ttl=ttl)
+        self.record = Path(prefix)
+        self.threads: set[str] = set()
+
+    def lookup(self, keys: Any) -> Any:
+        self.threads.add(threading.current_thread().name)
+        return super().lookup(keys)
+
+    def lookup_or_insert(self, *args: Any, **kwargs: Any) -> Any:
+        self.threads.add(threading.current_thread().name)
+        return super().lookup_or_insert(*args, **kwargs)
+
+    def close(self) -> None:
+        self.record.write_text(json.dumps(sorted(self.threads)))
+        super().close()
 
 
 class HangingReportStorage(MemoryStorage):

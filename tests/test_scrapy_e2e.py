@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from e2e_crawl import CrawlResult, run_crawl
@@ -139,6 +140,25 @@ def test_tag_mode(sites: Sites, worker: str) -> None:
     assert report["mirrors"][0]["host"] == sites.url_b.split("//")[1]
     assert (result.out / "report.html").stat().st_size > 1000
     assert "neardup: 28 pages from 2 hosts" in result.log  # the closing summary
+
+
+def test_inline_mode_checks_pages_on_its_helper_thread(sites: Sites, tmp_path: Path) -> None:
+    """While the crawl runs, inline mode's index lives on the check thread: every lookup runs
+    there, and the tags are those of the other modes (test_tag_mode)."""
+    record = tmp_path / "threads.json"
+    result = crawl(
+        sites,
+        {
+            "NEARDUP_WORKER": "inline",
+            "NEARDUP_STORAGE": "e2e_spiders.ThreadRecordingStorage",
+            "NEARDUP_REDIS_PREFIX": str(record),
+        },
+    )
+    check_tags(result, sites)
+    assert json.loads(record.read_text()) == ["neardup-check"]
+    stats = result.stats
+    assert stats["neardup/pages"] == 28 and stats["neardup/skipped/non_html"] == 4
+    assert stats["neardup/unique"] == 9 and stats["neardup/mirror_hosts"] == 1
 
 
 @pytest.mark.parametrize("item_type", ["item", "dataclass", "attrs"])

@@ -244,9 +244,11 @@ class NearDupDetector:
         text: str | None = None,
         tree: Any = None,
         encoding: str | None = None,
+        started: float | None = None,
     ) -> PageAnalysis:
-        """The per-page half of :meth:`check` (no index); see :class:`~.analysis.PageAnalyzer`."""
-        return self._analyzer(url, html, text=text, tree=tree, encoding=encoding)
+        """The per-page half of :meth:`check` (no index, no cache of repeated bodies); see
+        :class:`~.analysis.PageAnalyzer` (``started`` as in :meth:`check`)."""
+        return self._analyzer(url, html, text=text, tree=tree, encoding=encoding, started=started)
 
     def check_analysis(self, url: str, analysis: PageAnalysis, *, nbytes: int = 0) -> Verdict:
         """The index half of :meth:`check`: decide and record a page analysed before.

@@ -1,6 +1,6 @@
 # cython: language_level=3
 cimport cython
-from libc.stdint cimport int32_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
 
 from lxml.includes cimport tree
 
@@ -30,6 +30,29 @@ cdef struct Elem:
     uint32_t flags      # classification bits
 
 
+cdef enum:
+    MAX_WORDS = 32        # entries of a word list (Words)
+    MEMO_SLOTS = 1 << 14  # class/id strings remembered by an extractor (by shape)
+    WORD_SLOTS = 1 << 13  # single class words remembered by an extractor
+
+
+cdef struct Words:
+    # a list of words (module constants) readable without the GIL
+    int n
+    const char *items[32]
+    size_t lens[32]
+
+
+cdef struct ClassMemo:
+    # what the class/id strings and words met so far are (hash -> class); one per extractor
+    uint64_t keys[16384]
+    uint8_t vals[16384]
+    uint32_t used
+    uint64_t word_keys[8192]
+    uint8_t word_vals[8192]
+    uint32_t word_used
+
+
 cdef struct ElementAttrs:
     # what an element's attributes say, read by the walk before the element is numbered
     const unsigned char *cls
@@ -48,6 +71,7 @@ cdef struct ElementAttrs:
 @cython.final
 cdef class Extractor:
     cdef Elem *elems
+    cdef ClassMemo *memo
     cdef int32_t n_elems
     cdef int32_t cap_elems
     cdef ByteBuf buf          # the walked text, block boundaries as spaces
@@ -78,18 +102,19 @@ cdef class Extractor:
     cdef double ev_deadline
 
     cdef int run(self, tree.xmlNode *root, long max_chars, double deadline) except -1
+    cdef int walk_tree(self, tree.xmlNode *root, double deadline) except -1 nogil
     cdef int run_html(self, const unsigned char *data, size_t n, long max_chars, double deadline) except -1
     cdef void _reset(self) noexcept
     cdef int _decide(self, long max_chars) except -1
-    cdef int32_t _new_elem(self) noexcept
-    cdef int32_t _open(self, int32_t cur, uint16_t kind, ElementAttrs *at) noexcept
-    cdef int _add_text(self, int32_t cur, const unsigned char *s, size_t n) noexcept
-    cdef void _read_head(self, tree.xmlNode *head)
-    cdef void _read_head_element(self, tree.xmlNode *node)
-    cdef void _read_link(self, const unsigned char *rel, size_t nrel, const unsigned char *href, size_t nhref) noexcept
-    cdef bint _in_series(self, const unsigned char *href, size_t n) noexcept
-    cdef int _walk(self, tree.xmlNode *top, double deadline) except -1
-    cdef void _close(self, int32_t i) noexcept
+    cdef int32_t _new_elem(self) noexcept nogil
+    cdef int32_t _open(self, int32_t cur, uint16_t kind, ElementAttrs *at) noexcept nogil
+    cdef int _add_text(self, int32_t cur, const unsigned char *s, size_t n) noexcept nogil
+    cdef void _read_head(self, tree.xmlNode *head) noexcept nogil
+    cdef void _read_head_element(self, tree.xmlNode *node) noexcept nogil
+    cdef void _read_link(self, const unsigned char *rel, size_t nrel, const unsigned char *href, size_t nhref) noexcept nogil
+    cdef bint _in_series(self, const unsigned char *href, size_t n) noexcept nogil
+    cdef int _walk(self, tree.xmlNode *top, double deadline) except -1 nogil
+    cdef void _close(self, int32_t i) noexcept nogil
     cdef int32_t _find_anchors(self)
     cdef bint _holds_anchor(self, int32_t i) noexcept
     cdef bint _dominated(self, int32_t t) noexcept

@@ -62,7 +62,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND, PyUnicode_READ
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcmp, memcpy, memset, strlen
 from posix.dlfcn cimport RTLD_NOW, dlopen, dlsym
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
@@ -259,20 +259,27 @@ cdef enum:
     C_CONTENT = 3
     C_TITLED = 8  # bit, combined with the above
 
-cdef uint32_t _MEMO_SLOTS = 1 << 14
-cdef uint64_t _memo_keys[16384]
-cdef uint8_t _memo_vals[16384]
-cdef uint32_t _memo_used = 0
-memset(_memo_keys, 0, sizeof(_memo_keys))
+cdef Words _strong_words, _hiding_words, _strong_parts, _layout_words, _layout_parts
+cdef Words _content_words, _content_parts, _chrome_roles, _series_rels, _navigation_rels
 
 
-cdef inline bint _word_in(const unsigned char *w, size_t n, tuple words) noexcept:
-    """Whether the word ``w[:n]`` is one of ``words`` (a tuple of bytes)."""
+cdef void _fill_words(Words *out, tuple words) except *:
+    """Point ``out`` at the bytes of ``words`` (module constants, alive as long as the module),
+    so the walk reads the lists without the GIL."""
     cdef Py_ssize_t i
-    cdef object item
-    for i in range(PyTuple_GET_SIZE(words)):
-        item = <object>PyTuple_GET_ITEM(words, i)
-        if <size_t>PyBytes_GET_SIZE(item) == n and memcmp(w, PyBytes_AS_STRING(item), n) == 0:
+    if PyTuple_GET_SIZE(words) > MAX_WORDS:
+        raise ValueError("word list too long")
+    out.n = <int>PyTuple_GET_SIZE(words)
+    for i in range(out.n):
+        out.items[i] = PyBytes_AS_STRING(<object>PyTuple_GET_ITEM(words, i))
+        out.lens[i] = <size_t>PyBytes_GET_SIZE(<object>PyTuple_GET_ITEM(words, i))
+
+
+cdef inline bint _word_in(const unsigned char *w, size_t n, const Words *words) noexcept nogil:
+    """Whether the word ``w[:n]`` is one of ``words``."""
+    cdef int i
+    for i in range(words.n):
+        if words.lens[i] == n and memcmp(w, words.items[i], n) == 0:
             return True
     return False
 
@@ -281,21 +288,19 @@ cdef uint8_t _part_first[256]  # bytes that start some part (a cheap filter befo
 memset(_part_first, 0, sizeof(_part_first))
 
 
-cdef inline bint _part_in(const unsigned char *w, size_t n, tuple parts) noexcept:
-    """Whether one of ``parts`` (a tuple of bytes) occurs inside the word ``w[:n]``."""
-    cdef Py_ssize_t i
+cdef inline bint _part_in(const unsigned char *w, size_t n, const Words *parts) noexcept nogil:
+    """Whether one of ``parts`` occurs inside the word ``w[:n]``."""
+    cdef int i
     cdef size_t m, at
     cdef const char *part
-    cdef object item
     for at in range(n):
         if _part_first[w[at]]:
             break
     else:
         return False
-    for i in range(PyTuple_GET_SIZE(parts)):
-        item = <object>PyTuple_GET_ITEM(parts, i)
-        m = <size_t>PyBytes_GET_SIZE(item)
-        part = PyBytes_AS_STRING(item)
+    for i in range(parts.n):
+        m = parts.lens[i]
+        part = parts.items[i]
         if m > n:
             continue
         for at in range(n - m + 1):
@@ -307,46 +312,44 @@ cdef inline bint _part_in(const unsigned char *w, size_t n, tuple parts) noexcep
 for _parts in (_STRONG_PARTS, _LAYOUT_PARTS, _CONTENT_PARTS):
     for _part in _parts:
         _part_first[_part[0]] = 1
+_fill_words(&_strong_words, _STRONG_WORDS)
+_fill_words(&_hiding_words, _HIDING_WORDS)
+_fill_words(&_strong_parts, _STRONG_PARTS)
+_fill_words(&_layout_words, _LAYOUT_WORDS)
+_fill_words(&_layout_parts, _LAYOUT_PARTS)
+_fill_words(&_content_words, _CONTENT_WORDS)
+_fill_words(&_content_parts, _CONTENT_PARTS)
+_fill_words(&_chrome_roles, _CHROME_ROLES)
 
 
-#: Memo of single class words (``hash -> class + 1``): class and id strings are often unique
-#: (``id="installing-packages"``) while their words recur across a site's pages.
-cdef uint32_t _WORD_SLOTS = 1 << 13
-cdef uint64_t _word_keys[8192]
-cdef uint8_t _word_vals[8192]
-cdef uint32_t _word_used = 0
-memset(_word_keys, 0, sizeof(_word_keys))
-
-
-cdef uint8_t _word_class(const unsigned char *w, size_t n, uint64_t h) noexcept:
+cdef uint8_t _word_class(ClassMemo *memo, const unsigned char *w, size_t n, uint64_t h) noexcept nogil:
     """C_STRONG, C_LAYOUT, C_CONTENT or C_NONE for one lower-cased word (``h``: its hash)."""
     cdef uint64_t key = mix64(h ^ n) | 1
-    cdef uint32_t slot = <uint32_t>(key & (_WORD_SLOTS - 1))
+    cdef uint32_t slot = <uint32_t>(key & (WORD_SLOTS - 1))
     cdef uint8_t kind
-    global _word_used
-    while _word_keys[slot] != 0:
-        if _word_keys[slot] == key:
-            return _word_vals[slot] - 1
-        slot = (slot + 1) & (_WORD_SLOTS - 1)
-    if _word_in(w, n, _STRONG_WORDS) or _part_in(w, n, _STRONG_PARTS):
+    while memo.word_keys[slot] != 0:
+        if memo.word_keys[slot] == key:
+            return memo.word_vals[slot] - 1
+        slot = (slot + 1) & (WORD_SLOTS - 1)
+    if _word_in(w, n, &_strong_words) or _part_in(w, n, &_strong_parts):
         kind = C_STRONG
-    elif _word_in(w, n, _LAYOUT_WORDS) or _part_in(w, n, _LAYOUT_PARTS):
+    elif _word_in(w, n, &_layout_words) or _part_in(w, n, &_layout_parts):
         kind = C_LAYOUT
-    elif _word_in(w, n, _CONTENT_WORDS) or _part_in(w, n, _CONTENT_PARTS):
+    elif _word_in(w, n, &_content_words) or _part_in(w, n, &_content_parts):
         kind = C_CONTENT
     else:
         kind = C_NONE
-    if _word_used > _WORD_SLOTS * 3 // 4:
-        memset(_word_keys, 0, sizeof(_word_keys))
-        _word_used = 0
-        slot = <uint32_t>(key & (_WORD_SLOTS - 1))
-    _word_keys[slot] = key
-    _word_vals[slot] = kind + 1
-    _word_used += 1
+    if memo.word_used > WORD_SLOTS * 3 // 4:
+        memset(memo.word_keys, 0, sizeof(memo.word_keys))
+        memo.word_used = 0
+        slot = <uint32_t>(key & (WORD_SLOTS - 1))
+    memo.word_keys[slot] = key
+    memo.word_vals[slot] = kind + 1
+    memo.word_used += 1
     return kind
 
 
-cdef uint8_t _classify_words(const unsigned char *s, size_t n) noexcept:
+cdef uint8_t _classify_words(ClassMemo *memo, const unsigned char *s, size_t n) noexcept nogil:
     """Classify a class/id string: C_STRONG, C_LAYOUT, C_CONTENT or C_NONE, plus C_TITLED.
 
     Words are runs of ASCII letters, split at camelCase humps and lower-cased; the strongest
@@ -369,8 +372,8 @@ cdef uint8_t _classify_words(const unsigned char *s, size_t n) noexcept:
         if (not letter or (upper and prev >= 97 and prev <= 122)) and w:
             # a word ends at a non-letter or before a camelCase hump
             words_in_name += 1
-            hiding_last = _word_in(word, w, _HIDING_WORDS)
-            kind = C_NONE if hiding_last else _word_class(word, w, h)
+            hiding_last = _word_in(word, w, &_hiding_words)
+            kind = C_NONE if hiding_last else _word_class(memo, word, w, h)
             if kind == C_STRONG:
                 strong = True
             elif kind == C_LAYOUT:
@@ -416,30 +419,31 @@ cdef inline uint64_t _shape_hash(const unsigned char *s, size_t n, uint64_t h) n
     return h
 
 
-cdef uint8_t _classify(const unsigned char *cls, size_t ncls, const unsigned char *ident, size_t nid) noexcept:
-    """:func:`_classify_words` of ``class`` and ``id`` together, memoised by shape."""
+cdef uint8_t _classify(ClassMemo *memo, const unsigned char *cls, size_t ncls, const unsigned char *ident,
+                       size_t nid) noexcept nogil:
+    """:func:`_classify_words` of ``class`` and ``id`` together, memoised by shape in ``memo``
+    (the extractor's own: extractors in other threads never share it)."""
     cdef uint64_t key = mix64(_shape_hash(ident, nid, _shape_hash(cls, ncls, 0xCBF29CE484222325ULL) ^ 0x2F)) | 1
-    cdef uint32_t slot = <uint32_t>(key & (_MEMO_SLOTS - 1))
+    cdef uint32_t slot = <uint32_t>(key & (MEMO_SLOTS - 1))
     cdef uint8_t kind, a, b
-    global _memo_used
-    while _memo_keys[slot] != 0:
-        if _memo_keys[slot] == key:
-            return _memo_vals[slot]
-        slot = (slot + 1) & (_MEMO_SLOTS - 1)
-    a = _classify_words(cls, ncls)
-    b = _classify_words(ident, nid)
+    while memo.keys[slot] != 0:
+        if memo.keys[slot] == key:
+            return memo.vals[slot]
+        slot = (slot + 1) & (MEMO_SLOTS - 1)
+    a = _classify_words(memo, cls, ncls)
+    b = _classify_words(memo, ident, nid)
     kind = _strongest(a & 7, b & 7) | ((a | b) & C_TITLED)
-    if _memo_used > _MEMO_SLOTS * 3 // 4:
-        memset(_memo_keys, 0, sizeof(_memo_keys))
-        _memo_used = 0
-        slot = <uint32_t>(key & (_MEMO_SLOTS - 1))
-    _memo_keys[slot] = key
-    _memo_vals[slot] = kind
-    _memo_used += 1
+    if memo.used > MEMO_SLOTS * 3 // 4:
+        memset(memo.keys, 0, sizeof(memo.keys))
+        memo.used = 0
+        slot = <uint32_t>(key & (MEMO_SLOTS - 1))
+    memo.keys[slot] = key
+    memo.vals[slot] = kind
+    memo.used += 1
     return kind
 
 
-cdef inline uint8_t _strongest(uint8_t a, uint8_t b) noexcept:
+cdef inline uint8_t _strongest(uint8_t a, uint8_t b) noexcept nogil:
     if a == C_STRONG or b == C_STRONG:
         return C_STRONG
     if a == C_LAYOUT or b == C_LAYOUT:
@@ -474,12 +478,14 @@ cdef inline bint _ieq(const unsigned char *a, size_t n, const char *b) noexcept 
 #: name the page's series; a ``<link>`` in the head declaring them names the body's pager links.
 cdef tuple _SERIES_RELS = (b"next", b"prev", b"previous")
 cdef tuple _NAVIGATION_RELS = (b"first", b"last", b"up", b"start", b"contents", b"index")
+_fill_words(&_series_rels, _SERIES_RELS)
+_fill_words(&_navigation_rels, _NAVIGATION_RELS)
 cdef enum:
     REL_SERIES = 1
     REL_NAVIGATION = 2
 
 
-cdef int _rel_navigation(const unsigned char *v, size_t n) noexcept:
+cdef int _rel_navigation(const unsigned char *v, size_t n) noexcept nogil:
     """``REL_SERIES`` and/or ``REL_NAVIGATION`` for the tokens of a ``rel`` value, else 0."""
     cdef size_t start = 0, end
     cdef int out = 0
@@ -490,25 +496,25 @@ cdef int _rel_navigation(const unsigned char *v, size_t n) noexcept:
         while end < n and not _is_space(v[end]):
             end += 1
         if end > start:
-            if _is_one_of(v + start, end - start, _SERIES_RELS):
+            if _is_one_of(v + start, end - start, &_series_rels):
                 out |= REL_SERIES
-            if _is_one_of(v + start, end - start, _NAVIGATION_RELS):
+            if _is_one_of(v + start, end - start, &_navigation_rels):
                 out |= REL_NAVIGATION
         start = end
     return out
 
 
-cdef bint _is_one_of(const unsigned char *v, size_t n, tuple names) noexcept:
-    """Whether ``v[:n]`` equals one of ``names`` (bytes), ASCII case ignored."""
-    cdef Py_ssize_t i
-    for i in range(PyTuple_GET_SIZE(names)):
-        if _ieq(v, n, PyBytes_AS_STRING(<object>PyTuple_GET_ITEM(names, i))):
+cdef bint _is_one_of(const unsigned char *v, size_t n, const Words *names) noexcept nogil:
+    """Whether ``v[:n]`` equals one of ``names``, ASCII case ignored."""
+    cdef int i
+    for i in range(names.n):
+        if _ieq(v, n, names.items[i]):
             return True
     return False
 
 
-cdef bint _role_is_chrome(const unsigned char *v, size_t n) noexcept:
-    return _is_one_of(v, n, _CHROME_ROLES)
+cdef bint _role_is_chrome(const unsigned char *v, size_t n) noexcept nogil:
+    return _is_one_of(v, n, &_chrome_roles)
 
 
 cdef bint _style_hides(const unsigned char *v, size_t n) noexcept nogil:
@@ -582,7 +588,7 @@ cdef inline int _attr_which(const unsigned char *name, uint16_t kind) noexcept n
     return 0
 
 
-cdef void _read_attr(int which, const unsigned char *v, size_t n, ElementAttrs *at) noexcept:
+cdef void _read_attr(int which, const unsigned char *v, size_t n, ElementAttrs *at) noexcept nogil:
     """Record what the attribute ``which`` with value ``v[:n]`` says about its element."""
     if which == A_CLASS:
         at.cls, at.ncls = v, n
@@ -671,6 +677,9 @@ cdef class Extractor:
     """
 
     def __cinit__(self):
+        self.memo = <ClassMemo *>calloc(1, sizeof(ClassMemo))
+        if self.memo == NULL:
+            raise MemoryError()
         self.elems = NULL
         self.n_elems = 0
         self.cap_elems = 0
@@ -687,6 +696,7 @@ cdef class Extractor:
     def __dealloc__(self):
         if self.parser != NULL:
             _html_free_ctxt(<_ParserCtxt *>self.parser)
+        free(self.memo)
         free(self.elems)
         free(self.drops)
         free(self.buf.data)
@@ -696,7 +706,7 @@ cdef class Extractor:
         free(self.canonical.data)
 
     # -- the walk --------------------------------------------------------------------------------
-    cdef int32_t _new_elem(self) noexcept:
+    cdef int32_t _new_elem(self) noexcept nogil:
         """A zeroed element at the end of the array; -1 when out of memory."""
         cdef Elem *grown
         cdef int32_t cap
@@ -711,7 +721,7 @@ cdef class Extractor:
         self.n_elems += 1
         return self.n_elems - 1
 
-    cdef void _read_head(self, tree.xmlNode *head):
+    cdef void _read_head(self, tree.xmlNode *head) noexcept nogil:
         """The first <title> text and the canonical link of a <head>."""
         cdef tree.xmlNode *node = head.children
         while node != NULL:
@@ -719,7 +729,7 @@ cdef class Extractor:
                 self._read_head_element(node)
             node = node.next
 
-    cdef void _read_head_element(self, tree.xmlNode *node):
+    cdef void _read_head_element(self, tree.xmlNode *node) noexcept nogil:
         """Keep a <title>'s text or a canonical <link>'s href, when none is kept yet, and the
         hrefs of ``<link rel=next/prev>``.
 
@@ -750,7 +760,7 @@ cdef class Extractor:
                 a = a.next
             self._read_link(rel, nrel, href, nhref)
 
-    cdef void _read_link(self, const unsigned char *rel, size_t nrel, const unsigned char *href, size_t nhref) noexcept:
+    cdef void _read_link(self, const unsigned char *rel, size_t nrel, const unsigned char *href, size_t nhref) noexcept nogil:
         """Keep the href of a canonical ``<link>`` (the first one) and of ``<link rel=next/prev>``
         (``rel``/``href`` NULL: the attribute is absent)."""
         if rel == NULL or href == NULL:
@@ -761,7 +771,7 @@ cdef class Extractor:
             self.series[self.n_series] = hash_bytes(href, nhref, 0x5E7)
             self.n_series += 1
 
-    cdef bint _in_series(self, const unsigned char *href, size_t n) noexcept:
+    cdef bint _in_series(self, const unsigned char *href, size_t n) noexcept nogil:
         """Whether ``href`` is the page's declared next or previous document."""
         cdef uint64_t h
         cdef int i
@@ -773,7 +783,7 @@ cdef class Extractor:
                 return True
         return False
 
-    cdef int _walk(self, tree.xmlNode *top, double deadline) except -1:
+    cdef int _walk(self, tree.xmlNode *top, double deadline) except -1 nogil:
         """Number the visible elements under ``top`` and fill their counts (see :class:`Elem`).
 
         Iterative, in document order. Hidden and dropped elements are never entered, so the parent
@@ -836,7 +846,7 @@ cdef class Extractor:
                     return EXTRACT_OK
             node = node.next
 
-    cdef int32_t _open(self, int32_t cur, uint16_t kind, ElementAttrs *at) noexcept:
+    cdef int32_t _open(self, int32_t cur, uint16_t kind, ElementAttrs *at) noexcept nogil:
         """Number a visible element opening inside ``cur`` (-1: the walk's root) and set its
         flags; returns its index, -1 when out of memory."""
         cdef int32_t idx = self._new_elem()
@@ -863,7 +873,7 @@ cdef class Extractor:
             if not (inherited & F_IN_SECTION):
                 flags |= F_STRONG | F_PAGE_HF
         elif at.ncls or at.nid:
-            klass = _classify(at.cls, at.ncls, at.ident, at.nid)
+            klass = _classify(self.memo, at.cls, at.ncls, at.ident, at.nid)
             if klass & 7 == C_STRONG:
                 flags |= F_STRONG
             elif klass & 7 == C_LAYOUT and not (kind & (K_H1 | K_H23)):
@@ -890,7 +900,7 @@ cdef class Extractor:
             return -1
         return idx
 
-    cdef int _add_text(self, int32_t cur, const unsigned char *s, size_t n) noexcept:
+    cdef int _add_text(self, int32_t cur, const unsigned char *s, size_t n) noexcept nogil:
         """Append text found inside the open element ``cur``; -1 when out of memory."""
         cdef int32_t chars
         cdef Elem *e
@@ -905,7 +915,7 @@ cdef class Extractor:
             e.clink += chars
         return 0
 
-    cdef void _close(self, int32_t i) noexcept:
+    cdef void _close(self, int32_t i) noexcept nogil:
         cdef Elem *e = &self.elems[i]
         cdef Elem *p
         cdef uint32_t flags = e.flags
@@ -1255,11 +1265,23 @@ cdef class Extractor:
     cdef int run(self, tree.xmlNode *root, long max_chars, double deadline) except -1:
         """Extract the main text of the tree at ``root`` into ``self.out`` (UTF-8, whitespace
         folded, at most ``max_chars`` characters), with ``self.heading``, ``self.title`` and
-        ``self.canonical``. Returns an ``EXTRACT_*`` outcome."""
-        cdef tree.xmlNode *body = NULL
-        cdef tree.xmlNode *node
+        ``self.canonical``. Returns an ``EXTRACT_*`` outcome.
+
+        The walk over the tree, most of the pass, runs without the GIL: another thread may run
+        Python meanwhile (the tree must not change until this returns)."""
         cdef int status
         self._reset()
+        with nogil:
+            status = self.walk_tree(root, deadline)
+        if status != EXTRACT_OK:
+            return status
+        return self._decide(max_chars)
+
+    cdef int walk_tree(self, tree.xmlNode *root, double deadline) except -1 nogil:
+        """The walk of :meth:`run`: the elements and counts of the tree at ``root`` (its
+        <head>'s title and links, its <body>'s elements); an ``EXTRACT_*`` outcome."""
+        cdef tree.xmlNode *body = NULL
+        cdef tree.xmlNode *node
         if root == NULL:
             return EXTRACT_EMPTY
         if root.type == tree.XML_DOCUMENT_NODE or root.type == tree.XML_HTML_DOCUMENT_NODE:
@@ -1281,10 +1303,7 @@ cdef class Extractor:
                 node = node.next
         if body == NULL:
             body = root
-        status = self._walk(body, deadline)
-        if status != EXTRACT_OK:
-            return status
-        return self._decide(max_chars)
+        return self._walk(body, deadline)
 
     cdef int run_html(self, const unsigned char *data, size_t n, long max_chars, double deadline) except -1:
         """:meth:`run` on an HTML document (UTF-8 bytes) without building its tree.
@@ -1710,20 +1729,37 @@ _bind()
 def has_long_tag(str text, Py_ssize_t min_chars):
     """Whether ``text`` holds a start tag (``<`` and an ASCII letter) followed by at least
     ``min_chars`` characters before the next ``<`` or ``>``: the only tags that can hold that
-    many attributes. One linear scan, a cheap test before a regular expression does the rest."""
-    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0, j
+    many attributes. One linear scan, a cheap test before a regular expression does the rest
+    (without the GIL: the string cannot change)."""
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
     cdef int kind = PyUnicode_KIND(text)
     cdef void *data = PyUnicode_DATA(text)
+    cdef bint found
+    with nogil:
+        if kind == 1:
+            found = _long_tag_1(<const uint8_t *>data, n, min_chars)
+        elif kind == 2:
+            found = _long_tag_2(<const uint16_t *>data, n, min_chars)
+        else:
+            found = _long_tag_4(<const uint32_t *>data, n, min_chars)
+    return found
+
+
+ctypedef fused _Unit:
+    uint8_t
+    uint16_t
+    uint32_t
+
+
+cdef inline bint _long_tag(const _Unit *p, Py_ssize_t n, Py_ssize_t min_chars) noexcept nogil:
+    cdef Py_ssize_t i = 0, j
     cdef uint32_t c
     while i + 1 < n:
-        if <uint32_t>PyUnicode_READ(kind, data, i) == 60:  # <
-            c = <uint32_t>PyUnicode_READ(kind, data, i + 1)
+        if p[i] == 60:  # <
+            c = p[i + 1]
             if (c | 32) >= 97 and (c | 32) <= 122:
                 j = i + 2
-                while j < n:
-                    c = <uint32_t>PyUnicode_READ(kind, data, j)
-                    if c == 60 or c == 62:
-                        break
+                while j < n and p[j] != 60 and p[j] != 62:
                     j += 1
                 if j - (i + 2) >= min_chars:
                     return True
@@ -1731,6 +1767,18 @@ def has_long_tag(str text, Py_ssize_t min_chars):
                 continue
         i += 1
     return False
+
+
+cdef bint _long_tag_1(const uint8_t *p, Py_ssize_t n, Py_ssize_t m) noexcept nogil:
+    return _long_tag(p, n, m)
+
+
+cdef bint _long_tag_2(const uint16_t *p, Py_ssize_t n, Py_ssize_t m) noexcept nogil:
+    return _long_tag(p, n, m)
+
+
+cdef bint _long_tag_4(const uint32_t *p, Py_ssize_t n, Py_ssize_t m) noexcept nogil:
+    return _long_tag(p, n, m)
 
 
 cdef str _fold(str s):

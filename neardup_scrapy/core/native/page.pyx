@@ -102,6 +102,7 @@ cdef class NativeAnalyzer:
         cdef uint64_t simhash
         cdef int nk = self.sketcher.key_count
         cdef bytes keys
+        cdef uint64_t *keys_out
         page.status = status
         page.canonical = canonical_src.decode("utf-8", "replace").strip() if canonical_src else ""
         page.tokens = <long>self.toks.len
@@ -114,15 +115,17 @@ cdef class NativeAnalyzer:
             page.status = "no text"
             return page
         keys = PyBytes_FromStringAndSize(NULL, nk * 8)
-        self.sketcher.sketch(self.toks.data, self.toks.len, salt, salted, digest, &simhash,
-                             <uint64_t *>PyBytes_AS_STRING(keys))
+        keys_out = <uint64_t *>PyBytes_AS_STRING(keys)
+        self.profile.len = 0
+        # C arrays only: another thread may run Python meanwhile
+        with nogil:
+            self.sketcher.sketch(self.toks.data, self.toks.len, salt, salted, digest, &simhash, keys_out)
+            build_profile(self.toks.data, self.toks.len, self.heading.data, self.heading.len,
+                          self.title.data, self.title.len, &self.profile)
         page.digest = PyBytes_FromStringAndSize(<char *>digest, 16)
         page.simhash = simhash
         page.keys = keys
         page.signature = PyBytes_FromStringAndSize(<char *>self.sketcher.signature, self.sketcher.num_perm * 4)
-        self.profile.len = 0
-        build_profile(self.toks.data, self.toks.len, self.heading.data, self.heading.len,
-                      self.title.data, self.title.len, &self.profile)
         page.profile = PyBytes_FromStringAndSize(<char *>self.profile.data, self.profile.len)
         return page
 
@@ -151,6 +154,18 @@ cdef class NativeAnalyzer:
             return None
         return self._analyze(status, deadline, host_salt)
 
+    cdef int _tokenize_found(self) except -1 nogil:
+        """The token hashes of the extractor's main text, heading and title (C arrays only:
+        another thread may run Python meanwhile)."""
+        self.tokenizer.tokenize(self.extractor.out.data, self.extractor.out.len, &self.toks)
+        if self.extractor.heading.len:
+            self.tokenizer.tokenize(self.extractor.heading.data, self.extractor.heading.len, &self.heading)
+            self.tokenizer.join_numbers(&self.heading)
+        if self.extractor.title.len:
+            self.tokenizer.tokenize(self.extractor.title.data, self.extractor.title.len, &self.title)
+            self.tokenizer.join_numbers(&self.title)
+        return 0
+
     cdef PageSketch _analyze(self, int status, double deadline, host_salt):
         """Tokens and sketches of what the extractor found (``status``: its outcome)."""
         cdef Extractor ex = self.extractor
@@ -161,13 +176,8 @@ cdef class NativeAnalyzer:
             raise MemoryError()
         if status == EXTRACT_EMPTY:
             return self._finish("no text", None, 0, False)
-        self.tokenizer.tokenize(ex.out.data, ex.out.len, &self.toks)
-        if ex.heading.len:
-            self.tokenizer.tokenize(ex.heading.data, ex.heading.len, &self.heading)
-            self.tokenizer.join_numbers(&self.heading)
-        if ex.title.len:
-            self.tokenizer.tokenize(ex.title.data, ex.title.len, &self.title)
-            self.tokenizer.join_numbers(&self.title)
+        with nogil:
+            self._tokenize_found()
         if deadline > 0 and monotonic() > deadline:
             return self._finish("timeout", None, 0, False)
         page = self._finish(

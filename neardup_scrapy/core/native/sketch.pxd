@@ -23,13 +23,13 @@ cdef class Sketcher:
     cdef uint32_t *simhash_counts   # per-bit totals of the SimHash (64 used)
 
     cdef int sketch(self, const uint64_t *tokens, size_t n, uint64_t host_salt, bint salted,
-                    unsigned char *digest, uint64_t *simhash, uint64_t *keys) except -1
-    cdef int _shingle(self, const uint64_t *tokens, size_t n) except -1
-    cdef void _minhash(self) noexcept
-    cdef uint64_t _simhash(self) noexcept
+                    unsigned char *digest, uint64_t *simhash, uint64_t *keys) except -1 nogil
+    cdef int _shingle(self, const uint64_t *tokens, size_t n) except -1 nogil
+    cdef void _minhash(self) noexcept nogil
+    cdef uint64_t _simhash(self) noexcept nogil
     cdef int _bin(self, uint64_t x) noexcept nogil
     cdef int _load(self, bytes shingles) except -1
 
 
 cdef int build_profile(const uint64_t *tokens, size_t n, const uint64_t *heading, size_t nh,
-                       const uint64_t *title, size_t nt, ByteBuf *out) except -1
+                       const uint64_t *title, size_t nt, ByteBuf *out) except -1 nogil

@@ -40,11 +40,14 @@ cdef uint64_t _PRIME = 0x9E3779B97F4A7C15ULL
 cdef uint64_t _LOW56 = (1ULL << 56) - 1
 cdef uint32_t _EMPTY = 0xFFFFFFFFU
 
+cdef enum:
+    _PROFILE_VERSION = 1
+    _CHUNKS = 32
 #: Profile format version (first byte of every profile).
-PROFILE_VERSION = 1
+PROFILE_VERSION = _PROFILE_VERSION
 #: Average chunks per page of the edit sketch: a page of ``n`` tokens is cut at level
 #: ``L = ceil(log2(n / CHUNKS))``, so chunks hold ``2**L`` tokens on average.
-CHUNKS = 32
+CHUNKS = _CHUNKS
 cdef int _MAX_CHUNKS = 255
 cdef int _MAX_WORDS = 32
 cdef uint32_t _CHUNK_BASE = 0x5BD1  # odd multiplier of the chunk hashes (mod 2**15)
@@ -177,7 +180,7 @@ cdef class Sketcher:
                 raise MemoryError()
         return 0
 
-    cdef int _shingle(self, const uint64_t *tokens, size_t n) except -1:
+    cdef int _shingle(self, const uint64_t *tokens, size_t n) except -1 nogil:
         cdef size_t i, j, width = self.shingle_size if <size_t>self.shingle_size < n else n
         cdef size_t count = n - width + 1
         cdef uint64_t acc
@@ -195,7 +198,7 @@ cdef class Sketcher:
             return <int>(x >> self.bin_shift)
         return <int>(((x >> 32) * <uint64_t>self.num_perm) >> 32)
 
-    cdef void _minhash(self) noexcept:
+    cdef void _minhash(self) noexcept nogil:
         cdef int k = self.num_perm, b, j
         cdef size_t i
         cdef uint64_t x, step
@@ -230,7 +233,7 @@ cdef class Sketcher:
         if k > 1024:
             free(filled)
 
-    cdef uint64_t _simhash(self) noexcept:
+    cdef uint64_t _simhash(self) noexcept nogil:
         """Bit ``j`` set when more than half of the shingles have bit ``j`` set.
 
         Counted eight bits at a time: ``acc[k]`` holds, in byte ``b``, how many shingles so far
@@ -267,7 +270,7 @@ cdef class Sketcher:
         return fp
 
     cdef int sketch(self, const uint64_t *tokens, size_t n, uint64_t host_salt, bint salted,
-                    unsigned char *digest, uint64_t *simhash, uint64_t *keys) except -1:
+                    unsigned char *digest, uint64_t *simhash, uint64_t *keys) except -1 nogil:
         """Sketch a non-empty token-hash array: ``digest`` (16 bytes), ``simhash``, ``keys``
         (:attr:`key_count` values) and the MinHash in ``self.signature``."""
         cdef uint64_t da, db, value, fp
@@ -310,7 +313,7 @@ cdef inline uint32_t _pow_mod15(uint32_t base, uint32_t e) noexcept nogil:
     return result
 
 
-cdef int _cut(const uint64_t *tokens, size_t n, int level, uint16_t *hashes, uint16_t *lens, int cap) noexcept:
+cdef int _cut(const uint64_t *tokens, size_t n, int level, uint16_t *hashes, uint16_t *lens, int cap) noexcept nogil:
     """Cut ``tokens`` into chunks at ``level``; returns the count, or -1 when over ``cap``.
 
     A chunk ends after token ``i`` when the low ``level`` bits of ``g_i = mix64(t_{i-1} P ^ t_i)``
@@ -339,7 +342,7 @@ cdef int _cut(const uint64_t *tokens, size_t n, int level, uint16_t *hashes, uin
     return count
 
 
-cdef int _sorted_words(const uint64_t *words, size_t n, uint16_t *out) noexcept:
+cdef int _sorted_words(const uint64_t *words, size_t n, uint16_t *out) noexcept nogil:
     """The distinct top-16-bit values of ``words``, sorted, at most _MAX_WORDS (the smallest)."""
     cdef int count = 0, i, j
     cdef uint16_t v
@@ -366,7 +369,7 @@ cdef int _sorted_words(const uint64_t *words, size_t n, uint16_t *out) noexcept:
 
 
 cdef int build_profile(const uint64_t *tokens, size_t n, const uint64_t *heading, size_t nh,
-                       const uint64_t *title, size_t nt, ByteBuf *out) except -1:
+                       const uint64_t *title, size_t nt, ByteBuf *out) except -1 nogil:
     """Write the profile of a page (see the layout above) to ``out``."""
     cdef int level = 0, count, i
     cdef uint16_t hashes[255]
@@ -374,14 +377,14 @@ cdef int build_profile(const uint64_t *tokens, size_t n, const uint64_t *heading
     cdef uint16_t words[32]
     cdef uint8_t header[4]
     cdef int nw
-    while (<size_t>CHUNKS << level) < n and level < 40:
+    while (<size_t>_CHUNKS << level) < n and level < 40:
         level += 1
     while True:
         count = _cut(tokens, n, level, hashes, lens, _MAX_CHUNKS)
         if count >= 0:
             break
         level += 1
-    header[0] = PROFILE_VERSION
+    header[0] = _PROFILE_VERSION
     header[1] = <uint8_t>level
     header[2] = count & 0xFF
     header[3] = count >> 8
@@ -414,7 +417,7 @@ cdef struct Profile:
 cdef int _parse(bytes data, Profile *p) except -1:
     cdef const unsigned char *s = <const unsigned char *>PyBytes_AS_STRING(data)
     cdef Py_ssize_t n = PyBytes_GET_SIZE(data), at
-    if n < 6 or s[0] != PROFILE_VERSION:
+    if n < 6 or s[0] != _PROFILE_VERSION:
         raise ValueError("not a neardup page profile")
     p.level = s[1]
     p.count = s[2] | (s[3] << 8)

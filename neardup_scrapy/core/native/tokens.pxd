@@ -16,12 +16,28 @@ cdef struct WordSet:
     uint64_t keys[256]      # open addressing on the hash's top byte; 0 = empty
 
 
+cdef enum:
+    PIECE_SLOTS = 1 << 16     # non-ASCII pieces remembered (open addressing, kept <= 3/4 full)
+    PIECE_HASHES = 1 << 20    # their token hashes remembered, in all
+
+
+cdef struct PieceMemo:
+    # non-ASCII piece -> its token hashes, readable without the GIL; 128-bit fingerprints
+    uint64_t keys[65536]      # first fingerprint, never 0 (0: empty slot)
+    uint64_t checks[65536]    # second fingerprint
+    uint32_t starts[65536]    # the hashes: hashes[starts[i] : starts[i] + counts[i]]
+    uint32_t counts[65536]
+    uint32_t used
+    uint32_t nhashes
+    uint64_t hashes[1048576]
+
+
 cdef class Tokenizer:
     cdef uint64_t seed
     cdef bint mask_digits
     cdef bint mask_dates
     cdef bint char_mode
-    cdef dict memo              # non-ASCII piece (bytes) -> its token hashes (bytes of uint64)
+    cdef PieceMemo *memo
     cdef object normalize_piece # str -> list[str]: the normalised tokens of one piece
     cdef uint64_t zero_hash
     cdef WordSet months
@@ -33,9 +49,11 @@ cdef class Tokenizer:
     cdef unsigned char *lower
     cdef size_t cap_lower
 
-    cdef int tokenize(self, const unsigned char *s, size_t n, U64Buf *out) except -1
-    cdef int _emit(self, U64Buf *out, uint64_t h, uint8_t kind, uint8_t ndigits, uint8_t sep, uint32_t value) except -1
-    cdef int _piece(self, const unsigned char *s, size_t n, U64Buf *out, uint8_t sep) except -1
-    cdef int _normalised(self, const unsigned char *s, size_t n, U64Buf *out, uint8_t sep) except -1
-    cdef void _mask_dates(self, U64Buf *out) noexcept
-    cdef void join_numbers(self, U64Buf *out) noexcept
+    cdef int tokenize(self, const unsigned char *s, size_t n, U64Buf *out) except -1 nogil
+    cdef int _emit(self, U64Buf *out, uint64_t h, uint8_t kind, uint8_t ndigits, uint8_t sep, uint32_t value) except -1 nogil
+    cdef int _piece(self, const unsigned char *s, size_t n, U64Buf *out, uint8_t sep) except -1 nogil
+    cdef int _normalised(self, const unsigned char *s, size_t n, U64Buf *out, uint8_t sep) except -1 nogil
+    cdef int _learn(self, const unsigned char *s, size_t n, uint64_t key, uint64_t check, U64Buf *out,
+                    uint8_t sep) except -1
+    cdef void _mask_dates(self, U64Buf *out) noexcept nogil
+    cdef void join_numbers(self, U64Buf *out) noexcept nogil

@@ -24,7 +24,7 @@ import unicodedata
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
-from libc.stdlib cimport free, realloc
+from libc.stdlib cimport calloc, free, realloc
 from libc.string cimport memcpy, memset
 
 from neardup_scrapy.core.native._common cimport U64Buf, hash_bytes, mix64, u64buf_push
@@ -183,7 +183,9 @@ cdef class Tokenizer:
         self.mask_digits = mask_digits
         self.mask_dates = mask_dates and not mask_digits
         self.char_mode = char_mode
-        self.memo = {}
+        self.memo = <PieceMemo *>calloc(1, sizeof(PieceMemo))
+        if self.memo == NULL:
+            raise MemoryError()
         self.normalize_piece = normalize_piece
         self.meta = NULL
         self.cap_meta = 0
@@ -202,6 +204,7 @@ cdef class Tokenizer:
         self.ago_hash = self._hash_word("ago")
 
     def __dealloc__(self):
+        free(self.memo)
         free(self.meta)
         free(self.lower)
 
@@ -209,14 +212,15 @@ cdef class Tokenizer:
         cdef bytes b = " ".join(normalize_piece(word)).encode("utf-8")
         return hash_bytes(<const unsigned char *>PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b), self.seed)
 
-    cdef int _emit(self, U64Buf *out, uint64_t h, uint8_t kind, uint8_t ndigits, uint8_t sep, uint32_t value) except -1:
+    cdef int _emit(self, U64Buf *out, uint64_t h, uint8_t kind, uint8_t ndigits, uint8_t sep, uint32_t value) except -1 nogil:
         cdef TokMeta *grown
         cdef TokMeta *m
         if out.len >= self.cap_meta:
             self.cap_meta = self.cap_meta * 2 if self.cap_meta else 1024
             grown = <TokMeta *>realloc(self.meta, self.cap_meta * sizeof(TokMeta))
             if grown == NULL:
-                raise MemoryError()
+                with gil:
+                    raise MemoryError()
             self.meta = grown
         m = &self.meta[out.len]
         m.kind = kind
@@ -225,10 +229,11 @@ cdef class Tokenizer:
         m.masked = 0
         m.value = value
         if u64buf_push(out, h) < 0:
-            raise MemoryError()
+            with gil:
+                raise MemoryError()
         return 0
 
-    cdef int _piece(self, const unsigned char *s, size_t n, U64Buf *out, uint8_t sep) except -1:
+    cdef int _piece(self, const unsigned char *s, size_t n, U64Buf *out, uint8_t sep) except -1 nogil:
         """Emit the tokens of a piece holding non-ASCII bytes.
 
         A *simple* character (see :func:`_simple_table`) is one token whatever surrounds it and
@@ -263,33 +268,63 @@ cdef class Tokenizer:
             self._normalised(s + start, n - start, out, sep if first else 32)
         return 0
 
-    cdef int _normalised(self, const unsigned char *s, size_t n, U64Buf *out, uint8_t sep) except -1:
-        """Emit the tokens of a run normalised in Python (:func:`normalize_piece`, memoised)."""
-        cdef bytes key = PyBytes_FromStringAndSize(<const char *>s, n)
-        cdef bytes hashes = self.memo.get(key)
-        cdef list tokens
-        cdef bytes tb
-        cdef size_t k, count
-        cdef uint64_t h
-        cdef const unsigned char *p
-        if hashes is None:
-            tokens = self.normalize_piece(key.decode("utf-8", "replace"), self.mask_digits, self.mask_dates, self.char_mode)
-            parts = []
-            for t in tokens:
-                tb = (<str>t).encode("utf-8", "surrogatepass")
-                parts.append(hash_bytes(<const unsigned char *>PyBytes_AS_STRING(tb), PyBytes_GET_SIZE(tb), self.seed).to_bytes(8, "little"))
-            hashes = b"".join(parts)
-            if len(self.memo) > 200_000:
-                self.memo.clear()
-            self.memo[key] = hashes
-        count = PyBytes_GET_SIZE(hashes) // 8
-        p = <const unsigned char *>PyBytes_AS_STRING(hashes)
-        for k in range(count):
-            memcpy(&h, p + 8 * k, 8)
-            self._emit(out, h, TK_OTHER, 0, sep if k == 0 else 32, 0)
+    cdef int _normalised(self, const unsigned char *s, size_t n, U64Buf *out, uint8_t sep) except -1 nogil:
+        """Emit the tokens of a run normalised in Python (:func:`normalize_piece`), remembered
+        by the run's 128-bit fingerprint: only a run not met before takes the GIL."""
+        cdef PieceMemo *memo = self.memo
+        cdef uint64_t key = hash_bytes(s, n, self.seed ^ 0x6E6F726D616C31ULL) | 1
+        cdef uint64_t check = hash_bytes(s, n, self.seed ^ 0x6E6F726D616C32ULL)
+        cdef uint32_t slot = <uint32_t>(key & (PIECE_SLOTS - 1))
+        cdef uint32_t k
+        while memo.keys[slot] != key or memo.checks[slot] != check:
+            if memo.keys[slot] == 0:
+                with gil:
+                    slot = self._learn(s, n, key, check, out, sep)
+                if slot == PIECE_SLOTS:
+                    return 0
+                break
+            slot = (slot + 1) & (PIECE_SLOTS - 1)
+        for k in range(memo.counts[slot]):
+            self._emit(out, memo.hashes[memo.starts[slot] + k], TK_OTHER, 0, sep if k == 0 else 32, 0)
         return 0
 
-    cdef int tokenize(self, const unsigned char *s, size_t n, U64Buf *out) except -1:
+    cdef int _learn(self, const unsigned char *s, size_t n, uint64_t key, uint64_t check, U64Buf *out,
+                    uint8_t sep) except -1:
+        """Normalise a run in Python and remember its token hashes; returns its slot in the memo
+        (emptied first when full, as a bounded cache), or ``PIECE_SLOTS`` for a run too long to
+        remember, whose tokens are emitted here."""
+        cdef PieceMemo *memo = self.memo
+        cdef bytes tb
+        cdef list tokens = self.normalize_piece(
+            PyBytes_FromStringAndSize(<const char *>s, n).decode("utf-8", "replace"),
+            self.mask_digits, self.mask_dates, self.char_mode,
+        )
+        cdef uint32_t count = <uint32_t>len(tokens), slot, k = 0
+        if count > PIECE_HASHES // 4:
+            for t in tokens:
+                tb = (<str>t).encode("utf-8", "surrogatepass")
+                self._emit(out, hash_bytes(<const unsigned char *>PyBytes_AS_STRING(tb), PyBytes_GET_SIZE(tb), self.seed),
+                           TK_OTHER, 0, sep if k == 0 else 32, 0)
+                k += 1
+            return PIECE_SLOTS
+        if memo.used >= PIECE_SLOTS * 3 // 4 or memo.nhashes + count > PIECE_HASHES:
+            memset(memo.keys, 0, sizeof(memo.keys))
+            memo.used = memo.nhashes = 0
+        slot = <uint32_t>(key & (PIECE_SLOTS - 1))
+        while memo.keys[slot] != 0:
+            slot = (slot + 1) & (PIECE_SLOTS - 1)
+        memo.keys[slot] = key
+        memo.checks[slot] = check
+        memo.starts[slot] = memo.nhashes
+        memo.counts[slot] = count
+        for t in tokens:
+            tb = (<str>t).encode("utf-8", "surrogatepass")
+            memo.hashes[memo.nhashes] = hash_bytes(<const unsigned char *>PyBytes_AS_STRING(tb), PyBytes_GET_SIZE(tb), self.seed)
+            memo.nhashes += 1
+        memo.used += 1
+        return slot
+
+    cdef int tokenize(self, const unsigned char *s, size_t n, U64Buf *out) except -1 nogil:
         """Append the token hashes of the UTF-8 text ``s[:n]`` to ``out``.
 
         One pass over the bytes by class (:data:`_byte_class`): an ASCII word is lower-cased
@@ -305,7 +340,8 @@ cdef class Tokenizer:
         if n > self.cap_lower:
             grown = <unsigned char *>realloc(self.lower, n)
             if grown == NULL:
-                raise MemoryError()
+                with gil:
+                    raise MemoryError()
             self.lower = grown
             self.cap_lower = n
         lower = self.lower
@@ -361,7 +397,7 @@ cdef class Tokenizer:
             self._mask_dates(out)
         return 0
 
-    cdef void _mask_dates(self, U64Buf *out) noexcept:
+    cdef void _mask_dates(self, U64Buf *out) noexcept nogil:
         """Replace the hashes of date and time digits (and of weekday names next to them) by the
         hash of ``0`` (see the module docstring)."""
         cdef TokMeta *m = self.meta
@@ -428,7 +464,7 @@ cdef class Tokenizer:
             if m[k].masked:
                 h[k] = self.zero_hash
 
-    cdef void join_numbers(self, U64Buf *out) noexcept:
+    cdef void join_numbers(self, U64Buf *out) noexcept nogil:
         """Make each dotted number (``3.19.3``, ``2_74``) of the text just tokenized into ``out``
         one token. Headings are compared as sets of words, and a version or section number is
         one name: as separate digits, ``3.19.3`` is a subset of ``3.19.1`` (numbers are content)."""
@@ -482,9 +518,9 @@ cdef inline bint _set_has(WordSet *s, uint64_t h) noexcept nogil:
     return False
 
 
-cdef inline bint _day(TokMeta *m) noexcept:
+cdef inline bint _day(TokMeta *m) noexcept nogil:
     return m.kind == TK_DIGITS and m.ndigits <= 2 and 1 <= m.value <= 31
 
 
-cdef inline bint _year(TokMeta *m) noexcept:
+cdef inline bint _year(TokMeta *m) noexcept nogil:
     return m.kind == TK_DIGITS and m.ndigits == 4 and 1900 <= m.value <= 2099
