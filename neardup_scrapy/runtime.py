@@ -532,6 +532,17 @@ class NeardupRuntime:
         error = failure.value
         return self.unexpected(url, error if error is not None else RuntimeError("the check failed"))
 
+    def _skip_on_thread(self, url: str, reason: str) -> None:
+        """Count a skipped page in the index, on the helper thread; a failing store is not
+        reported for a skip (as with the worker process: the next check reports it)."""
+        detector = self.detector
+        if detector is None:
+            return
+        try:
+            detector.skip(url, reason)
+        except StorageError as exc:
+            logger.debug("neardup: cannot count a skipped page in the index: %s", exc)
+
     def _on_thread_idle(self) -> None:
         """Wait until the helper thread has run every job handed over (before the index is read
         or closed in this thread)."""
@@ -573,8 +584,8 @@ class NeardupRuntime:
             if self.worker is not None:
                 self._live_worker().send("skip", (url, reason))
             else:
-                assert self._thread is not None and self.detector is not None
-                self._thread.post(self.detector.skip, url, reason)
+                assert self._thread is not None
+                self._thread.post(self._skip_on_thread, url, reason)
             host = host_of(url)
             verdict = Verdict(
                 url=url, host=host, status="skipped", reason=reason, mirror_of=self._mirror_of.get(host)

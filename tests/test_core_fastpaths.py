@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from neardup_scrapy.core import NearDupDetector
 from neardup_scrapy.core.hosts import _host_of_origin, host_of
 from neardup_scrapy.core.native import tokens as tokens_module
+from neardup_scrapy.core.native.sketch import digest_bytes, digest_text
 from neardup_scrapy.core.native.tokens import Tokenizer, normalize_piece
 
 # Characters that exercise every branch: ASCII words, digits and punctuation, Latin and Cyrillic
@@ -158,6 +159,23 @@ def test_repeat_cache_gives_the_same_verdicts() -> None:
             assert cached.check(url, body).to_dict() == plain.check(url, body).to_dict()
         assert cached._repeats.hits > 0 and plain._repeats.hits == 0
         assert cached.report()["totals"] == plain.report()["totals"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200), st.text(max_size=200))
+def test_a_text_is_digested_as_stored_equal_texts_alike(a: str, b: str) -> None:
+    """The repeat cache digests a text's stored characters (no encoding pass): equal texts
+    digest alike whatever object holds them, different ones differently."""
+    copy = "".join(list(a))  # another object, the same characters
+    assert digest_text(copy, 5) == digest_text(a, 5)
+    assert (digest_text(a, 5) == digest_text(b, 5)) == (a == b)
+
+
+def test_texts_of_other_widths_whose_stored_bytes_agree_digest_apart() -> None:
+    narrow = "A\x01B\x00"  # 1 byte per character: 41 01 42 00
+    wide = "\u0141\u0042"  # 2 bytes per character: 41 01 42 00
+    assert digest_text(narrow, 0) != digest_text(wide, 0)
+    assert digest_text("café", 0) != digest_bytes("café".encode("latin-1"), 0)
 
 
 def test_repeat_cache_is_bounded_and_keyed_by_encoding() -> None:

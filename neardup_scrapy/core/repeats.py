@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from .native.sketch import digest_bytes
+from .native.sketch import digest_bytes, digest_text
 from .sketch import Sketch
 
 #: Characters of the main text kept per entry (for the report's side-by-side excerpts).
@@ -34,8 +34,9 @@ class RepeatCache:
 
     def key(self, html: bytes | str, encoding: str | None, salt: str) -> bytes:
         """The key of a body as decoded with ``encoding``; ``salt`` separates scopes (the host)."""
-        data = html.encode("utf-8", "surrogatepass") if isinstance(html, str) else bytes(html)
-        digest = digest_bytes(data, self._seed)
+        # a text is digested as Python stores it (no encoding pass); the key of a text and of
+        # its bytes differ, and a crawl hands the detector one or the other throughout
+        digest = digest_text(html, self._seed) if isinstance(html, str) else digest_bytes(html, self._seed)
         return b"\0".join(
             (digest, (encoding or "").encode("utf-8", "replace"), salt.encode("utf-8", "replace"))
         )

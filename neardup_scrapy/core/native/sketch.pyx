@@ -20,6 +20,7 @@
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND
 from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
@@ -72,8 +73,21 @@ def digest_bytes(data, uint64_t seed):
     64-bit halves.
     """
     cdef const unsigned char[:] view = data
-    cdef size_t n = view.shape[0], i = 0
-    cdef const unsigned char *p = &view[0] if n else <const unsigned char *>b""
+    cdef size_t n = view.shape[0]
+    return _digest(&view[0] if n else <const unsigned char *>b"", n, seed)
+
+
+def digest_text(str text, uint64_t seed):
+    """:func:`digest_bytes` of a string's characters as Python stores them (1, 2 or 4 bytes
+    each, the width mixed into the seed), so equal strings have equal digests without an
+    encoding pass (UTF-8 encoding a page with non-ASCII text costs more than this digest)."""
+    cdef int kind = PyUnicode_KIND(text)
+    cdef size_t n = <size_t>PyUnicode_GET_LENGTH(text) * <size_t>kind
+    return _digest(<const unsigned char *>PyUnicode_DATA(text), n, seed ^ (<uint64_t>kind * 0x9E3779B97F4A7C15ULL))
+
+
+cdef bytes _digest(const unsigned char *p, size_t n, uint64_t seed):
+    cdef size_t i = 0
     cdef uint64_t c1 = 0x9E3779B185EBCA87ULL, c2 = 0xC2B2AE3D27D4EB4FULL
     cdef uint64_t v1 = seed + c1 + c2, v2 = seed + c2, v3 = seed, v4 = seed - c1
     cdef uint64_t tail, a, b
