@@ -33,23 +33,24 @@ cdef struct Elem:
 cdef enum:
     MAX_WORDS = 32        # entries of a word list (Words)
     MEMO_SLOTS = 1 << 14  # class/id strings remembered by an extractor (by shape)
-    WORD_SLOTS = 1 << 13  # single class words remembered by an extractor
+    WORD_SLOTS = 1 << 13  # single class words remembered by an extractor: class and id strings
+                          # are often unique (id="installing-packages") while their words recur
 
 
 cdef struct Words:
     # a list of words (module constants) readable without the GIL
     int n
-    const char *items[32]
-    size_t lens[32]
+    const char *items[MAX_WORDS]
+    size_t lens[MAX_WORDS]
 
 
 cdef struct ClassMemo:
     # what the class/id strings and words met so far are (hash -> class); one per extractor
-    uint64_t keys[16384]
-    uint8_t vals[16384]
+    uint64_t keys[MEMO_SLOTS]
+    uint8_t vals[MEMO_SLOTS]
     uint32_t used
-    uint64_t word_keys[8192]
-    uint8_t word_vals[8192]
+    uint64_t word_keys[WORD_SLOTS]
+    uint8_t word_vals[WORD_SLOTS]
     uint32_t word_used
 
 

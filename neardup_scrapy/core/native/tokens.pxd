@@ -23,13 +23,13 @@ cdef enum:
 
 cdef struct PieceMemo:
     # non-ASCII piece -> its token hashes, readable without the GIL; 128-bit fingerprints
-    uint64_t keys[65536]      # first fingerprint, never 0 (0: empty slot)
-    uint64_t checks[65536]    # second fingerprint
-    uint32_t starts[65536]    # the hashes: hashes[starts[i] : starts[i] + counts[i]]
-    uint32_t counts[65536]
+    uint64_t keys[PIECE_SLOTS]      # first fingerprint, never 0 (0: empty slot)
+    uint64_t checks[PIECE_SLOTS]    # second fingerprint
+    uint32_t starts[PIECE_SLOTS]    # the hashes: hashes[starts[i] : starts[i] + counts[i]]
+    uint32_t counts[PIECE_SLOTS]
     uint32_t used
     uint32_t nhashes
-    uint64_t hashes[1048576]
+    uint64_t hashes[PIECE_HASHES]
 
 
 cdef class Tokenizer:
