@@ -22,6 +22,7 @@ import sys
 import tempfile
 from importlib import resources
 from pathlib import Path
+from typing import NoReturn
 
 NATIVE = ("bucketmap", "chance", "extract", "page", "sketch", "tokens")
 CHECKOUT = Path(__file__).resolve().parent.parent
@@ -48,7 +49,7 @@ def page(title: str, paragraphs: list[str]) -> bytes:
     return html.encode("utf-8")
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     print(f"wheel smoke test FAILED: {message}", file=sys.stderr)
     raise SystemExit(1)
 
