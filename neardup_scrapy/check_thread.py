@@ -2,11 +2,11 @@
 
 Inline mode (``NEARDUP_WORKER = "inline"``) checks pages in the crawl's process. While the
 reactor runs, the page index and its per-page pass belong to one helper thread: the crawl's
-thread hands each page over (with the tree Scrapy parsed for the spider) and goes on with other
-responses; the verdict comes back to it as a Deferred. Most of a check is compiled code that
-releases the GIL (the walk of the tree, tokens, sketches), so it runs beside the crawl's Python
-on a machine with a spare core; the rest (the index, in Python) runs there too, next to its own
-data in the core's caches, and costs the crawl's thread only the GIL it holds.
+thread hands each page's text over and goes on with other responses; the verdict comes back to
+it as a Deferred. Most of a check is compiled code that releases the GIL (the pass over the
+parser's events, tokens, sketches), so it runs beside the crawl's Python on a machine with a
+spare core; the rest (the index, in Python) runs there too, next to its own data in the core's
+caches, and costs the crawl's thread only the GIL it holds.
 
 One thread for the process, first in first out: jobs finish in the order they were handed over,
 so verdicts are those of checking the pages one by one in that order. Results are delivered to

@@ -108,8 +108,9 @@ def stamp_item(item: Any, field: str, tag: dict[str, Any], runtime: NeardupRunti
 class NeardupDownloaderMiddleware:
     """Checks every HTML response and tags it (``response.meta["neardup"]``) or drops it.
 
-    * ``HtmlResponse`` with a 2xx status: checked, reusing the tree Scrapy caches for
-      ``response.selector`` (the page is parsed once for the detector and the spider).
+    * ``HtmlResponse`` with a 2xx status: checked (inline, outside a running reactor, on the
+      tree Scrapy caches for ``response.selector``; else from its text, read as Scrapy's
+      selector reads it, without building that tree in the crawl's thread).
       ``response.meta["neardup"]`` gets the tag object; duplicates get a ``neardup:exact`` or
       ``neardup:near`` flag in ``response.flags``, the ``duplicate_found`` signal, and with
       ``NEARDUP_ACTION = "drop"`` a :class:`DuplicatePage` (an ``IgnoreRequest``).

@@ -407,9 +407,10 @@ class NeardupRuntime:
             url: the page's url.
             text: its body as Scrapy decoded it (:func:`neardup_scrapy.pages.response_text`).
             nbytes: the size of its (decompressed) body.
-            tree: returns the lxml tree Scrapy parsed from ``text`` (or ``None``); inline only;
-                ``None`` when ``text`` is not the text Scrapy parsed. The worker builds the same
-                tree from ``text`` (:func:`neardup_scrapy.pages.html_tree`).
+            tree: returns the lxml tree Scrapy parsed from ``text`` (or ``None``); read only by
+                an inline check outside a running reactor; ``None`` when ``text`` is not the
+                text Scrapy parsed. The worker and inline's helper thread read ``text`` as
+                Scrapy's selector reads it (:func:`neardup_scrapy.pages.selector_body`).
 
         Returns:
             The verdict, or a Deferred that fires with it: with a worker process, and inline
@@ -418,17 +419,14 @@ class NeardupRuntime:
         """
         if self.worker is not None:
             return self._check_in_worker((url, text, None, nbytes))
-        from .pages import ParseTimeout, ordinary_page, page_tree
+        from .pages import ParseTimeout, page_tree
 
         thread = self._check_thread()
         if thread is not None:
-            # Scrapy's parse of an ordinary page stays in this thread: the spider reads the same
-            # tree next, and building lxml's Python objects on the other thread would only
-            # contend for the GIL (odd pages are parsed within the budget there, by page_tree)
-            if tree is not None and ordinary_page(text):
-                root = tree()
-                tree = lambda: root  # noqa: E731
-            return thread.submit(self._check_on_thread, url, text, nbytes, tree).addCallbacks(
+            # The helper thread reads the page from its text as the worker process does, in a
+            # pass that releases the GIL; this thread builds no tree for the plugin: the spider
+            # builds Scrapy's when it reads the page (if it does), while the caches hold it
+            return thread.submit(self._check_on_thread, url, text, nbytes).addCallbacks(
                 self._checked_on_thread, self._failed_on_thread, callbackArgs=(url,), errbackArgs=(url,)
             )
         # The parse counts in the check's budget (NEARDUP_TIMEOUT), as in the worker.
@@ -482,30 +480,35 @@ class NeardupRuntime:
         return self._thread
 
     def _check_on_thread(
-        self, url: str, text: str, nbytes: int, tree: Callable[[], Any] | None
+        self, url: str, text: str, nbytes: int
     ) -> tuple[Verdict | None, StorageError | None, dict[str, str] | None]:
         """An inline check on the helper thread: the verdict or the store's error, and the
-        detector's map of mirror hosts when it changed (read here, where the index lives)."""
-        from .pages import ParseTimeout, page_tree
+        detector's map of mirror hosts when it changed (read here, where the index lives).
+
+        The page is read as the worker process reads it (``worker._check``): an ordinary page
+        in one pass over the parser's events on the bytes Scrapy's selector parses, which gives
+        what the walk of Scrapy's tree gives without building a tree; the tree is built here
+        only where that pass needs it (see :func:`~neardup_scrapy.pages.page_tree`)."""
+        from .pages import ParseTimeout, ordinary_page, page_tree, selector_body
 
         detector = self.detector
         assert detector is not None, "the index is closed"
         started = time.monotonic()
+        deadline = started + self.config.params.timeout
         try:
             try:
-                root = page_tree(text, started + self.config.params.timeout, tree)
-                timed_out = False
+                body = selector_body(text) if ordinary_page(text) else None
+                # analyze + check_analysis, not check(): check()'s cache of repeated bodies
+                # hashes the whole body holding the GIL that the crawl's thread needs
+                if body is not None:
+                    analysis = detector.analyze(
+                        url, body, encoding="utf-8", started=started, parse=lambda: page_tree(text, deadline)
+                    )
+                else:
+                    analysis = detector.analyze(url, text, tree=page_tree(text, deadline), started=started)
             except ParseTimeout:
-                root, timed_out = None, True
-            except Exception:
-                root, timed_out = None, False
-            if timed_out:
                 verdict = detector.skip(url, "timeout")
             else:
-                # analyze + check_analysis, not check(): check()'s cache of repeated bodies
-                # saves a pass by hashing the whole body in Python, and here the pass costs the
-                # crawl's thread nothing while that hashing would hold the GIL
-                analysis = detector.analyze(url, text, tree=root, started=started)
                 verdict = detector.check_analysis(url, analysis, nbytes=nbytes)
         except StorageError as exc:
             return None, exc, None

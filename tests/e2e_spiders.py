@@ -163,7 +163,9 @@ class ListSpider(scrapy.Spider):
             yield scrapy.Request(url, callback=self.parse, meta=meta, priority=-index, dont_filter=True)
 
     def parse(self, response: Response) -> Iterator[dict[str, Any]]:
-        yield {"index": response.meta["index"], "url": response.url}
+        # whether Scrapy's tree was built before the callback (this spider never reads it)
+        built = getattr(response, "_cached_selector", None) is not None
+        yield {"index": response.meta["index"], "url": response.url, "selector_built": built}
 
 
 class FailingStorage(MemoryStorage):

@@ -87,6 +87,9 @@ def test_crawl_verdicts_equal_direct_scan(eval_dev: Path, tmp_path: Path, worker
         )
     assert result.returncode == 0, result.log[-3000:]
     assert sorted(item["index"] for item in result.items) == list(range(len(pages)))
+    # neither mode builds Scrapy's tree in the crawl's thread for the plugin: a spider that does
+    # not read the page does not pay for its parse (inline reads the text on its helper thread)
+    assert not any(item["selector_built"] for item in result.items)
     tags = {item["url"]: item["neardup"] for item in result.items}
     order = result.order
     assert sorted(order) == sorted(targets)

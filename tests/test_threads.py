@@ -1,8 +1,9 @@
 """Inline mode's helper thread, and the compiled pass running beside other Python threads.
 
-The tree walk, the tokens and the sketches release the GIL, so they must keep no state shared
-between analyzers (each extractor and tokenizer has its own memos): two analyzers working at
-once in two threads give exactly what each gives alone. The check thread runs its jobs in the
+The tree walk, the pass over the parser's events, the tokens and the sketches release the GIL,
+so they must keep no state shared between analyzers (each extractor has its own memos and
+parser context, each tokenizer its own memo): two analyzers working at once in two threads
+give exactly what each gives alone. The check thread runs its jobs in the
 order they were handed over and hands the results back in that order.
 """
 
@@ -42,13 +43,19 @@ def _fields(analysis: Any) -> tuple[object, ...]:
     return (analysis.excerpt, sketch.digest, sketch.signature.tobytes(), sketch.simhash, sketch.profile)
 
 
-def test_two_analyzers_in_two_threads_give_what_each_gives_alone() -> None:
+@pytest.mark.parametrize("source", ["tree", "html"])
+def test_two_analyzers_in_two_threads_give_what_each_gives_alone(source: str) -> None:
+    """From a tree (the tree walk) and from bytes (the pass over the parser's events, each
+    analyzer with its own parser context): both run without the GIL."""
     pages = [_page(n) for n in range(400)]
     trees = [parse_html(page) for page in pages]
-    alone = [
-        _fields(PageAnalyzer(DetectorParams())(f"https://a.example/{n}", tree=tree))
-        for n, tree in enumerate(trees)
-    ]
+    bodies = [page.encode("utf-8") for page in pages]
+
+    def one(analyze: PageAnalyzer, n: int) -> tuple[object, ...]:
+        url = f"https://a.example/{n}"
+        return _fields(analyze(url, tree=trees[n]) if source == "tree" else analyze(url, bodies[n]))
+
+    alone = [one(PageAnalyzer(DetectorParams()), n) for n in range(len(pages))]
     results: dict[int, list[tuple[object, ...]]] = {}
     start = threading.Barrier(2)
 
@@ -56,7 +63,7 @@ def test_two_analyzers_in_two_threads_give_what_each_gives_alone() -> None:
         analyze = PageAnalyzer(DetectorParams())
         start.wait()
         order = range(len(trees)) if which == 0 else reversed(range(len(trees)))
-        out = {n: _fields(analyze(f"https://a.example/{n}", tree=trees[n])) for n in order}
+        out = {n: one(analyze, n) for n in order}
         results[which] = [out[n] for n in range(len(trees))]
 
     threads = [threading.Thread(target=work, args=(which,)) for which in (0, 1)]

@@ -245,10 +245,13 @@ class NearDupDetector:
         tree: Any = None,
         encoding: str | None = None,
         started: float | None = None,
+        parse: Callable[[], Any] | None = None,
     ) -> PageAnalysis:
         """The per-page half of :meth:`check` (no index, no cache of repeated bodies); see
-        :class:`~.analysis.PageAnalyzer` (``started`` as in :meth:`check`)."""
-        return self._analyzer(url, html, text=text, tree=tree, encoding=encoding, started=started)
+        :class:`~.analysis.PageAnalyzer` (``started`` and ``parse`` as in :meth:`check`)."""
+        return self._analyzer(
+            url, html, text=text, tree=tree, encoding=encoding, started=started, parse=parse
+        )
 
     def check_analysis(self, url: str, analysis: PageAnalysis, *, nbytes: int = 0) -> Verdict:
         """The index half of :meth:`check`: decide and record a page analysed before.

@@ -1315,6 +1315,8 @@ cdef class Extractor:
         parse. Returns ``EXTRACT_FALLBACK`` where the tree walk is needed instead: libxml2 not
         reachable through lxml, a document whose first ``<html>`` has no ``<body>``, a document
         nested nearly as deep as lxml's trees may be (the caller flattens it and parses a tree).
+        The parse runs without the GIL: the event handlers touch only this extractor's C state
+        (they receive it as a borrowed pointer, never a new reference).
         """
         cdef _ParserCtxt *ctxt
         cdef const _XmlError *error
@@ -1337,9 +1339,10 @@ cdef class Extractor:
         self.ev_title = False
         self.ev_steps = 0
         self.ev_deadline = deadline
-        doc = _html_read_memory(ctxt, <const char *>data, <int>n, NULL, "UTF-8", _PARSE_OPTIONS)
-        if doc != NULL:  # (no handler builds one)
-            _xml_free_doc(doc)
+        with nogil:
+            doc = _html_read_memory(ctxt, <const char *>data, <int>n, NULL, "UTF-8", _PARSE_OPTIONS)
+            if doc != NULL:  # (no handler builds one)
+                _xml_free_doc(doc)
         error = _xml_last_error(ctxt)
         cut = error != NULL and error.code == XML_ERR_RESOURCE_LIMIT
         self.ev_documents += 1
@@ -1563,12 +1566,12 @@ cdef void _bind_libxml2(bytes module_path):
     _html_new_ctxt = <_NewCtxtFn>new_ctxt
 
 
-cdef inline void _halt(Extractor ex, int status) noexcept:
+cdef inline void _halt(Extractor ex, int status) noexcept nogil:
     ex.ev_status = status
     _xml_stop_parser(<_ParserCtxt *>ex.parser)
 
 
-cdef inline bint _tick(Extractor ex) noexcept:
+cdef inline bint _tick(Extractor ex) noexcept nogil:
     """Count one event; False (and the parse stopped) once past the deadline."""
     ex.ev_steps += 1
     if ex.ev_steps % DEADLINE_EVERY == 0 and ex.ev_deadline > 0 and _now() > ex.ev_deadline:
@@ -1577,7 +1580,7 @@ cdef inline bint _tick(Extractor ex) noexcept:
     return True
 
 
-cdef void _event_head_element(Extractor ex, const_xmlChar *name, const_xmlChar **atts) noexcept:
+cdef void _event_head_element(Extractor ex, const_xmlChar *name, const_xmlChar **atts) noexcept nogil:
     """:meth:`Extractor._read_head_element` for an element opening: a <title> starts collecting
     its text, a <link> is read from its attributes."""
     cdef const unsigned char *rel = NULL
@@ -1596,7 +1599,7 @@ cdef void _event_head_element(Extractor ex, const_xmlChar *name, const_xmlChar *
                       href, strlen(<const char *>href) if href != NULL else 0)
 
 
-cdef void _event_open(Extractor ex, const_xmlChar *name, const_xmlChar **atts) noexcept:
+cdef void _event_open(Extractor ex, const_xmlChar *name, const_xmlChar **atts) noexcept nogil:
     """An element opens in <body> (or is the <body>): :meth:`Extractor._walk`'s element step."""
     cdef uint16_t kind = _tag_kind(name)
     cdef bint hidden = (kind & K_DROP) != 0
@@ -1629,8 +1632,7 @@ cdef void _event_open(Extractor ex, const_xmlChar *name, const_xmlChar **atts) n
     ex.ev_cur = idx
 
 
-cdef void _on_start(void *ctx, const_xmlChar *name, const_xmlChar **atts) noexcept:
-    cdef Extractor ex = <Extractor>ctx
+cdef void _on_start(Extractor ex, const_xmlChar *name, const_xmlChar **atts) noexcept nogil:
     cdef uint16_t kind
     ex.ev_depth += 1
     if ex.ev_status != EXTRACT_OK or name == NULL or not _tick(ex):
@@ -1664,8 +1666,7 @@ cdef void _on_start(void *ctx, const_xmlChar *name, const_xmlChar **atts) noexce
         _event_head_element(ex, name, atts)
 
 
-cdef void _on_end(void *ctx, const_xmlChar *name) noexcept:
-    cdef Extractor ex = <Extractor>ctx
+cdef void _on_end(Extractor ex, const_xmlChar *name) noexcept nogil:
     cdef int depth = ex.ev_depth
     ex.ev_depth -= 1
     ex.ev_title = False
@@ -1681,8 +1682,7 @@ cdef void _on_end(void *ctx, const_xmlChar *name) noexcept:
         ex.ev_region = REGION_NONE
 
 
-cdef void _on_cdata(void *ctx, const_xmlChar *s, int n) noexcept:
-    cdef Extractor ex = <Extractor>ctx
+cdef void _on_cdata(Extractor ex, const_xmlChar *s, int n) noexcept nogil:
     if ex.ev_status != EXTRACT_OK or n <= 0:
         return
     if ex.ev_region == REGION_BODY and ex.ev_skip == 0 and ex.ev_cur >= 0 and _tick(ex):
@@ -1690,21 +1690,24 @@ cdef void _on_cdata(void *ctx, const_xmlChar *s, int n) noexcept:
             _halt(ex, EXTRACT_NOMEM)
 
 
-cdef void _on_text(void *ctx, const_xmlChar *s, int n) noexcept:
-    cdef Extractor ex = <Extractor>ctx
+cdef void _on_text(Extractor ex, const_xmlChar *s, int n) noexcept nogil:
     if ex.ev_title and n > 0:
         bytebuf_append(&ex.title, s, <size_t>n)
-    _on_cdata(ctx, s, n)
+    _on_cdata(ex, s, n)
 
 
-cdef void _on_blank(void *ctx, const_xmlChar *s, int n) noexcept:
+cdef void _on_blank(void *ctx, const_xmlChar *s, int n) noexcept nogil:
     """Whitespace the parser calls ignorable: lxml's tree builder drops it too."""
 
 
-cdef void _on_error(void *ctx, const _XmlError *error) noexcept:
+cdef void _on_error(void *ctx, const _XmlError *error) noexcept nogil:
     """Parse errors: recovered from, never reported (lxml collects them in a log)."""
 
 
+# libxml2 calls each handler with the user data given to htmlNewSAXParserCtxt: the extractor
+# itself (kept alive by the caller of run_html). The handlers declare that pointer as the
+# extractor, a borrowed reference that Cython neither counts nor checks, so they need no GIL;
+# the casts below only retype the handlers' first argument, a pointer either way.
 memset(&_EVENTS, 0, sizeof(_EVENTS))
 _EVENTS.startElement = <_StartFn>_on_start
 _EVENTS.endElement = <_EndFn>_on_end

@@ -143,7 +143,8 @@ cdef class NativeAnalyzer:
     def analyze_html(self, bytes html, host_salt=None, double timeout=0.0):
         """Analyse an HTML document (UTF-8 bytes) in one pass over the parser's events, without
         building its tree: the same result as :meth:`analyze_tree` on ``lxml.html``'s parse of
-        it. ``None`` when the document needs the tree (see ``Extractor.run_html``)."""
+        it. ``None`` when the document needs the tree (see ``Extractor.run_html``). The parse
+        and the walk run without the GIL."""
         cdef double deadline = monotonic() + timeout if timeout > 0 else 0.0
         cdef int status
         self.toks.len = self.heading.len = self.title.len = 0
