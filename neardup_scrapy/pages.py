@@ -195,6 +195,25 @@ def page_tree(text: str, deadline: float, scrapy_tree: Callable[[], Any] | None 
         return None
 
 
+def text_reading(text: str, deadline: float) -> tuple[bytes | str, dict[str, Any]]:
+    """How the detector reads ``text`` (as Scrapy decoded it) without Scrapy's tree at hand:
+    ``(html, keyword arguments)`` for ``NearDupDetector.check`` or ``analyze``.
+
+    An ordinary page is read in one pass over the parser's events on the very bytes Scrapy's
+    selector parses (:func:`selector_body`), which gives what the walk of Scrapy's tree gives
+    without building a tree; the tree is built (:func:`page_tree`) only where that pass needs
+    it. Used by the worker process and by inline mode's helper thread.
+
+    Raises:
+        ParseTimeout: the parse of an odd page did not finish before ``deadline`` (the
+            ``parse`` handed over may raise it too).
+    """
+    body = selector_body(text) if ordinary_page(text) else None
+    if body is not None:
+        return body, {"encoding": "utf-8", "parse": lambda: page_tree(text, deadline)}
+    return text, {"tree": page_tree(text, deadline)}
+
+
 def selector_tree(response: Any) -> Any:
     """The tree behind ``response.selector`` (parsed once, cached by Scrapy), or ``None``.
 

@@ -485,27 +485,19 @@ class NeardupRuntime:
         """An inline check on the helper thread: the verdict or the store's error, and the
         detector's map of mirror hosts when it changed (read here, where the index lives).
 
-        The page is read as the worker process reads it (``worker._check``): an ordinary page
-        in one pass over the parser's events on the bytes Scrapy's selector parses, which gives
-        what the walk of Scrapy's tree gives without building a tree; the tree is built here
-        only where that pass needs it (see :func:`~neardup_scrapy.pages.page_tree`)."""
-        from .pages import ParseTimeout, ordinary_page, page_tree, selector_body
+        The page is read as the worker process reads it
+        (:func:`~neardup_scrapy.pages.text_reading`)."""
+        from .pages import ParseTimeout, text_reading
 
         detector = self.detector
         assert detector is not None, "the index is closed"
         started = time.monotonic()
-        deadline = started + self.config.params.timeout
         try:
             try:
-                body = selector_body(text) if ordinary_page(text) else None
+                source, how = text_reading(text, started + self.config.params.timeout)
                 # analyze + check_analysis, not check(): check()'s cache of repeated bodies
                 # hashes the whole body holding the GIL that the crawl's thread needs
-                if body is not None:
-                    analysis = detector.analyze(
-                        url, body, encoding="utf-8", started=started, parse=lambda: page_tree(text, deadline)
-                    )
-                else:
-                    analysis = detector.analyze(url, text, tree=page_tree(text, deadline), started=started)
+                analysis = detector.analyze(url, source, started=started, **how)
             except ParseTimeout:
                 verdict = detector.skip(url, "timeout")
             else:

@@ -620,35 +620,18 @@ def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
 
 
 def _check(detector: Any, url: str, html: bytes | str, encoding: str | None, nbytes: int) -> Any:
-    """Check one page; a ``str`` body is the text Scrapy decoded, read like the inline mode does.
-
-    An ordinary page is read in one pass over the parser's events on the very bytes Scrapy's
-    selector parses, which gives the inline mode's verdict without building the tree; the tree
-    is built (:func:`~neardup_scrapy.pages.page_tree`) only where that pass needs it.
-    """
+    """Check one page; a ``str`` body is the text Scrapy decoded, read like the inline mode does
+    (:func:`~neardup_scrapy.pages.text_reading`)."""
     if isinstance(html, str):
-        from .pages import ParseTimeout, ordinary_page, page_tree, selector_body
+        from .pages import ParseTimeout, text_reading
 
         # The parse counts in the check's budget (NEARDUP_TIMEOUT), as inline.
         started = time.monotonic()
-        deadline = started + detector.params.timeout
-        body = selector_body(html) if ordinary_page(html) else None
         try:
-            if body is not None:
-                return detector.check(
-                    url,
-                    body,
-                    encoding="utf-8",
-                    nbytes=nbytes,
-                    started=started,
-                    parse=lambda: page_tree(html, deadline),
-                )
-            tree = page_tree(html, deadline)
+            source, how = text_reading(html, started + detector.params.timeout)
+            return detector.check(url, source, nbytes=nbytes, started=started, **how)
         except ParseTimeout:
             return detector.skip(url, "timeout")
-        if tree is not None:
-            return detector.check(url, html, tree=tree, nbytes=nbytes, started=started)
-        return detector.check(url, html, nbytes=nbytes, started=started)
     return detector.check(url, html, encoding=encoding, nbytes=nbytes)
 
 
