@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -76,6 +77,46 @@ def test_characters_hashed_in_c_are_simple() -> None:
     ranges -= set(map(ord, tokens_module.SIMPLE_EXCLUDED))
     assert ranges <= table
     assert len(ranges) > 27_000
+
+
+def test_characters_folded_in_c_fold_as_in_any_text() -> None:
+    """Every character the C table folds gives, alone and among others (ASCII, combining marks,
+    CJK, fractions and spacing accents that fold to several characters), the tokens of
+    normalising the whole text, with digits masked or not."""
+    table = tokens_module.fold_classes()
+    assert len(table) > 15_000
+    for mask_digits in (False, True):
+        tokenizer = Tokenizer(3, mask_digits=mask_digits, mask_dates=not mask_digits)
+        for cp in table:
+            c = chr(cp)
+            for text in (c + c, "a" + c + "9b", c + "\u0301", "\u4e2d" + c + "\u00bc\u00a8" + c):
+                tokens = normalize_piece(text, mask_digits, not mask_digits)
+                expected = [tokenizer.word_hash(t) for t in tokens]
+                assert _hashes(tokenizer, text) == expected, (mask_digits, text)
+
+
+def test_european_text_needs_no_python_per_word(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Words in Latin, Greek and Cyrillic letters, typographic punctuation, no-break spaces,
+    full-width forms and Hangul are folded in C: the Python normaliser is never called."""
+    calls: list[str] = []
+
+    def spy(piece: str, *args: bool) -> list[str]:
+        calls.append(piece)
+        return normalize_piece(piece, *args)
+
+    monkeypatch.setattr(tokens_module, "normalize_piece", spy)
+    tokenizer = Tokenizer(3)
+    calls.clear()  # the month and weekday names it hashed when built
+    full_width = "\uff26\uff35\uff2c\uff2c"
+    text = f"Größe\u00a0café «déjà» „Ärger“ привет Σίσυφος ½ {full_width} 한국어 — naïve\u2019s ¶"
+    hashes = _hashes(tokenizer, text)
+    assert calls == []
+    assert hashes == [tokenizer.word_hash(t) for t in normalize_piece(text)]
+    assert len(hashes) == 12  # 1/2 is two tokens, "¶" none
+    tokenizer = Tokenizer(3)
+    calls.clear()
+    assert _hashes(tokenizer, "cafe\u0301") == [tokenizer.word_hash("café")]  # decomposed: Python
+    assert calls == ["cafe\u0301"]
 
 
 def test_scripts_without_spaces_are_one_token_per_character() -> None:

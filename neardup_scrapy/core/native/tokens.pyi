@@ -18,3 +18,7 @@ SIMPLE_RANGES: tuple[tuple[int, int], ...]
 SIMPLE_EXCLUDED: str
 
 def _simple_table() -> list[int]: ...
+
+FOLD_RANGES: tuple[tuple[int, int], ...]
+
+def fold_classes() -> dict[int, tuple[int, str, bool]]: ...

@@ -8,10 +8,15 @@ sentence is then a sequence of tokens like an English one, and shingles of five 
 compare as well.
 
 ASCII runs are lower-cased and hashed in C. A *piece* holding non-ASCII bytes (a maximal run of
-word bytes and bytes >= 0x80, between ASCII separators) is normalised by
-:func:`normalize_piece` once per distinct piece and process: NFKC composes a character only
-with the marks that follow it, and the ASCII separators around a piece are separators either
-way, so normalising pieces alone gives the tokens of normalising the whole text.
+word bytes and bytes >= 0x80, between ASCII separators) is folded in C too, character by
+character from a table built once per process from Python's own Unicode data
+(:func:`fold_classes`: Latin, Greek, Cyrillic and the other alphabets, punctuation, symbols,
+Hangul, full-width forms; Chinese and Japanese characters by :data:`SIMPLE_RANGES`). A piece
+with a character the table leaves out (a combining mark, a character that composes with the one
+before it) is normalised by :func:`normalize_piece` once per distinct piece and process: NFKC
+composes a character only with the marks that follow it, and the ASCII separators around a
+piece are separators either way, so normalising pieces alone gives the tokens of normalising
+the whole text.
 
 Numbers are content: digits are kept, except in **calendar dates and times of day**, which
 change between two fetches of one page (``2024-03-01``, ``01/03/2024``, ``3 March 2024``,
@@ -20,6 +25,7 @@ Version numbers (``1.63.0``), sizes and counts are left alone.
 """
 
 import re
+import threading
 import unicodedata
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -134,6 +140,109 @@ for _lo, _hi in SIMPLE_RANGES:
 for _c in SIMPLE_EXCLUDED:
     _simple[ord(_c) - _SIMPLE_BASE] = 0
 
+# -- characters folded in C ----------------------------------------------------------------------
+#: Blocks whose characters the C path may read (any other non-ASCII character sends its run to
+#: the Python path): the alphabets, punctuation and symbols up to the dingbats, CJK punctuation,
+#: Hangul syllables and the full-width forms.
+FOLD_RANGES = ((0x80, 0x2800), (0x3000, 0x3040), (0xAC00, 0xD7A4), (0xFF00, 0xFFF0))
+
+cdef enum:
+    FOLD_OTHER = 0   # read by the Python path
+    FOLD_SEP = 1     # folds to separators only: ends a token
+    FOLD_SAME = 2    # a word character that folding leaves alone
+    FOLD_MAPPED = 3  # folds to other characters, word characters among them (kept in the pool)
+    FOLD_DIGITS = 4  # flag: the folded text holds a digit (masked by the Python path when asked)
+
+#: ``_fold[cp]``: the class in bits 0-1; for FOLD_MAPPED, bit 2 is set when the folded text
+#: holds a digit, bits 3-8 are its UTF-8 length and the bits above its offset in ``_fold_pool``
+#: (separators stored as a space). Filled once per process (on the first :class:`Tokenizer`),
+#: from this Python's own Unicode tables.
+cdef uint32_t _fold[0x10000]
+cdef unsigned char _fold_pool[1 << 15]
+cdef bint _fold_ready = False
+_fold_lock = threading.Lock()
+
+
+def fold_classes():
+    """``{code point: (class, folded text, holds a digit)}`` for the characters the C path reads;
+    in the folded text, each separator is a space.
+
+    The C path folds a run character by character, which is exact when folding a character
+    alone gives what it gives inside any text. NFKC changes a character by its neighbours only
+    through combining marks (reordered among themselves, composed with the starter before them)
+    and through the second characters of canonical compositions (a Hangul vowel or final jamo,
+    a few vowel signs), which compose with what comes before them. So a character qualifies
+    when it and the first character it folds to are starters that compose with nothing before
+    them (what follows inside its folded text was composed when it was folded alone, and the
+    next character of the run starts with a starter too), and when it folds to word characters
+    and separators only, none of a script written without spaces (each of whose characters is
+    a token). Anything else stays on the Python path.
+    """
+    word = re.compile(f"[^\\W{NO_SPACE_SCRIPTS}]")
+    separator = re.compile(f"[^\\w{NO_SPACE_SCRIPTS}]")  # a character of those scripts is a token
+    digit = re.compile(r"\d")
+    seconds = set(range(0x1161, 0x1176)) | set(range(0x11A8, 0x11C3))  # Hangul V and T jamo
+    for cp in range(0x80, 0x10000):
+        parts = unicodedata.decomposition(chr(cp)).split()
+        if len(parts) == 2 and not parts[0].startswith("<"):
+            seconds.add(int(parts[1], 16))
+
+    def composes(ch):
+        return unicodedata.combining(ch) != 0 or ord(ch) in seconds
+
+    found = {}
+    for lo, hi in FOLD_RANGES:
+        for cp in range(lo, hi):
+            ch = chr(cp)
+            folded = _fold_alone(ch)
+            if composes(ch) or composes(folded[0]):
+                continue
+            marked = "".join(f if word.match(f) else " " if separator.match(f) else "\0" for f in folded)
+            if "\0" in marked:
+                continue
+            digits = bool(digit.search(folded))
+            kind = FOLD_SEP if not marked.strip() else FOLD_SAME if folded == ch and not digits else FOLD_MAPPED
+            found[cp] = (kind, marked, digits)
+    return found
+
+
+def _fold_alone(str ch):
+    """``ch`` after NFKC and case folding, as :func:`normalize_piece` folds it."""
+    text = unicodedata.normalize("NFKC", ch).casefold()
+    for _ in range(3):
+        if unicodedata.is_normalized("NFKC", text):
+            break
+        text = unicodedata.normalize("NFKC", text).casefold()
+    return text
+
+
+def _build_fold_table():
+    """Fill ``_fold`` and ``_fold_pool`` (once per process)."""
+    global _fold_ready
+    cdef Py_ssize_t used = 0, size
+    cdef bytes encoded
+    with _fold_lock:
+        if _fold_ready:
+            return
+        entries = {}
+        pool = bytearray()
+        for cp, (kind, folded, digits) in fold_classes().items():
+            if kind != FOLD_MAPPED:
+                entries[cp] = kind
+                continue
+            encoded = folded.encode("utf-8")
+            size = len(encoded)
+            if size > 63 or len(pool) + size > sizeof(_fold_pool):
+                continue  # left to the Python path
+            entries[cp] = FOLD_MAPPED | (FOLD_DIGITS if digits else 0) | (size << 3) | (len(pool) << 9)
+            pool += encoded
+        for used in range(len(pool)):
+            _fold_pool[used] = pool[used]
+        for cp, entry in entries.items():
+            _fold[cp] = entry
+        _fold_ready = True
+
+
 cdef inline bint _starter_at(const unsigned char *s, size_t n) noexcept nogil:
     """Whether the UTF-8 text ``s[:n]`` is empty or starts with ASCII or a simple character
     (conservative: ``False`` for anything else, which is then read by the slow path)."""
@@ -191,6 +300,10 @@ cdef class Tokenizer:
         self.cap_meta = 0
         self.lower = NULL
         self.cap_lower = 0
+        self.fold_buf = NULL
+        self.cap_fold = 0
+        if not _fold_ready:
+            _build_fold_table()
         self.zero_hash = hash_bytes(<const unsigned char *>b"0", 1, seed)
         memset(&self.months, 0, sizeof(WordSet))
         memset(&self.weekdays, 0, sizeof(WordSet))
@@ -207,6 +320,7 @@ cdef class Tokenizer:
         free(self.memo)
         free(self.meta)
         free(self.lower)
+        free(self.fold_buf)
 
     def _hash_word(self, str word):
         cdef bytes b = " ".join(normalize_piece(word)).encode("utf-8")
@@ -272,7 +386,10 @@ cdef class Tokenizer:
         """Emit the tokens of a run normalised in Python (:func:`normalize_piece`), remembered
         by the run's 128-bit fingerprint: only a run not met before takes the GIL."""
         cdef PieceMemo *memo = self.memo
-        cdef uint64_t key = hash_bytes(s, n, self.seed ^ 0x6E6F726D616C31ULL) | 1
+        cdef uint64_t key
+        if self._fold_run(s, n, out, sep):
+            return 0
+        key = hash_bytes(s, n, self.seed ^ 0x6E6F726D616C31ULL) | 1
         cdef uint64_t check = hash_bytes(s, n, self.seed ^ 0x6E6F726D616C32ULL)
         cdef uint32_t slot = <uint32_t>(key & (PIECE_SLOTS - 1))
         cdef uint32_t k
@@ -286,6 +403,78 @@ cdef class Tokenizer:
             slot = (slot + 1) & (PIECE_SLOTS - 1)
         for k in range(memo.counts[slot]):
             self._emit(out, memo.hashes[memo.starts[slot] + k], TK_OTHER, 0, sep if k == 0 else 32, 0)
+        return 0
+
+    cdef int _fold_run(self, const unsigned char *s, size_t n, U64Buf *out, uint8_t sep) except -1 nogil:
+        """Emit the tokens of a run folded character by character in C (see :func:`fold_classes`);
+        returns 0, emitting nothing, when a character of the run is not in the table (or the
+        bytes are not UTF-8), which leaves the run to the Python path."""
+        cdef size_t i = 0, w = 0, start, k = 0, width, size
+        cdef unsigned char c
+        cdef unsigned char *buf
+        cdef uint32_t cp, entry
+        if self.char_mode or not _fold_ready:
+            return 0
+        while i < n:
+            if w + 64 > self.cap_fold:
+                self._grow_fold(2 * (w + 64) + n)
+            buf = self.fold_buf
+            c = s[i]
+            if c < 0x80:
+                if _byte_class[c] <= BC_SPACE:
+                    return 0  # not inside a piece: not this path's business
+                if _byte_class[c] == BC_UPPER:
+                    c += 32
+                elif _byte_class[c] == BC_DIGIT and self.mask_digits:
+                    c = 48
+                buf[w] = c
+                w += 1
+                i += 1
+                continue
+            if 0xC2 <= c < 0xE0 and i + 1 < n and (s[i + 1] & 0xC0) == 0x80:
+                cp = ((<uint32_t>c & 0x1F) << 6) | (<uint32_t>s[i + 1] & 0x3F)
+                width = 2
+            elif 0xE0 <= c < 0xF0 and i + 2 < n and (s[i + 1] & 0xC0) == 0x80 and (s[i + 2] & 0xC0) == 0x80:
+                cp = ((<uint32_t>c & 0x0F) << 12) | ((<uint32_t>s[i + 1] & 0x3F) << 6) | (<uint32_t>s[i + 2] & 0x3F)
+                width = 3
+                if cp < 0x800:
+                    return 0  # an overlong form: the Python path replaces it
+            else:
+                return 0
+            entry = _fold[cp]
+            if entry & 3 == FOLD_OTHER:
+                return 0
+            if entry & 3 == FOLD_SEP:
+                buf[w] = 32
+                w += 1
+            elif entry & 3 == FOLD_SAME:
+                memcpy(buf + w, s + i, width)
+                w += width
+            else:
+                if entry & FOLD_DIGITS and self.mask_digits:
+                    return 0
+                size = (entry >> 3) & 63
+                memcpy(buf + w, &_fold_pool[entry >> 9], size)
+                w += size
+            i += width
+        # every character was read: the tokens are the runs between the separators
+        buf = self.fold_buf
+        start = 0
+        for i in range(w + 1):
+            if i == w or buf[i] == 32:
+                if i > start:
+                    self._emit(out, hash_bytes(buf + start, i - start, self.seed), TK_OTHER, 0, sep if k == 0 else 32, 0)
+                    k += 1
+                start = i + 1
+        return 1
+
+    cdef int _grow_fold(self, size_t need) except -1 nogil:
+        cdef unsigned char *grown = <unsigned char *>realloc(self.fold_buf, need)
+        if grown == NULL:
+            with gil:
+                raise MemoryError()
+        self.fold_buf = grown
+        self.cap_fold = need
         return 0
 
     cdef int _learn(self, const unsigned char *s, size_t n, uint64_t key, uint64_t check, U64Buf *out,
