@@ -25,7 +25,6 @@ Version numbers (``1.63.0``), sizes and counts are left alone.
 """
 
 import re
-import threading
 import unicodedata
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -160,7 +159,6 @@ cdef enum:
 cdef uint32_t _fold[0x10000]
 cdef unsigned char _fold_pool[1 << 15]
 cdef bint _fold_ready = False
-_fold_lock = threading.Lock()
 
 
 def fold_classes():
@@ -217,30 +215,32 @@ def _fold_alone(str ch):
 
 
 def _build_fold_table():
-    """Fill ``_fold`` and ``_fold_pool`` (once per process)."""
+    """Fill ``_fold`` and ``_fold_pool`` (once per process).
+
+    No lock (none to inherit locked across a fork): the table is a function of this Python's
+    Unicode data, so two threads building it at once write the same values, and
+    ``_fold_ready`` is set after every entry is written.
+    """
     global _fold_ready
-    cdef Py_ssize_t used = 0, size
+    cdef Py_ssize_t used, size
     cdef bytes encoded
-    with _fold_lock:
-        if _fold_ready:
-            return
-        entries = {}
-        pool = bytearray()
-        for cp, (kind, folded, digits) in fold_classes().items():
-            if kind != FOLD_MAPPED:
-                entries[cp] = kind
-                continue
-            encoded = folded.encode("utf-8")
-            size = len(encoded)
-            if size > 63 or len(pool) + size > sizeof(_fold_pool):
-                continue  # left to the Python path
-            entries[cp] = FOLD_MAPPED | (FOLD_DIGITS if digits else 0) | (size << 3) | (len(pool) << 9)
-            pool += encoded
-        for used in range(len(pool)):
-            _fold_pool[used] = pool[used]
-        for cp, entry in entries.items():
-            _fold[cp] = entry
-        _fold_ready = True
+    entries = {}
+    pool = bytearray()
+    for cp, (kind, folded, digits) in fold_classes().items():
+        if kind != FOLD_MAPPED:
+            entries[cp] = kind
+            continue
+        encoded = folded.encode("utf-8")
+        size = len(encoded)
+        if size > 63 or len(pool) + size > sizeof(_fold_pool):
+            continue  # left to the Python path
+        entries[cp] = FOLD_MAPPED | (FOLD_DIGITS if digits else 0) | (size << 3) | (len(pool) << 9)
+        pool += encoded
+    for used in range(len(pool)):
+        _fold_pool[used] = pool[used]
+    for cp, entry in entries.items():
+        _fold[cp] = entry
+    _fold_ready = True
 
 
 cdef inline bint _starter_at(const unsigned char *s, size_t n) noexcept nogil:
