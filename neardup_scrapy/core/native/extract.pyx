@@ -228,7 +228,10 @@ cdef tuple _HIDING_WORDS = (b"hidden", b"invisible")
 cdef tuple _STRONG_PARTS = (
     b"breadcrumb", b"comment", b"sharing", b"social", b"related", b"recommend", b"advert",
     b"sponsor", b"cookie", b"consent", b"gdpr", b"newsletter", b"subscri", b"popup", b"toolbar",
-    b"pagination", b"outbrain", b"taboola", b"disqus", b"trackback",
+    b"pagination", b"trackback",
+    # third-party comment and recommendation widgets, embedded under their own names by whatever
+    # site uses them (not any one site's markup)
+    b"outbrain", b"taboola", b"disqus",
     # captions and credits of images and video describe media, not the text (wp-caption, photo-credit)
     b"caption", b"credit",
     # who wrote the text and when: bylines, datelines and author boxes are about the page, and a
