@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from neardup_scrapy.core import NearDupDetector
 from neardup_scrapy.core.chance import ChanceFilter
 from neardup_scrapy.core.minhash import stored_form
-from neardup_scrapy.core.native.chance import far_rows, far_rows_in_chunks
+from neardup_scrapy.core.native.chance import drop_far_rows_in_chunks, far_rows
 from neardup_scrapy.core.sketch import resource_of
 from neardup_scrapy.core.storage.sqlite import SQLiteStorage
 
@@ -146,7 +146,7 @@ def test_far_rows_refuses_signatures_that_do_not_match_the_fingerprints() -> Non
     st.integers(0, 2**32 - 1),
 )
 @settings(max_examples=100, deadline=None)
-def test_far_rows_read_in_chunks_as_in_one_array(
+def test_far_rows_dropped_in_chunks_as_found_in_one_array(
     fp: int, rows: list[int], chunk_bits: int, seed: int
 ) -> None:
     rng = np.random.default_rng(seed)
@@ -165,11 +165,26 @@ def test_far_rows_read_in_chunks_as_in_one_array(
         [signatures[i : i + size] for i in range(0, 40, size)],
     )
     ids = np.array(rows, dtype=np.int64)
-    expected = far_rows(fp, stored, fingerprints[ids], signatures[ids], BANDS, ROWS, DISTANCE)
-    assert far_rows_in_chunks(ids, *chunks, chunk_bits, fp, stored, BANDS, ROWS, DISTANCE) == expected
+    far = far_rows(fp, stored, fingerprints[ids], signatures[ids], BANDS, ROWS, DISTANCE)
+    near = [row for i, row in enumerate(rows) if i not in far]
+    kept, maybe = drop_far_rows_in_chunks(
+        ids, *chunks, chunk_bits, fp, stored, BANDS, ROWS, DISTANCE, None, b"", b""
+    )
+    assert kept.tolist() == near and maybe == []
+    # With urls: a far row is kept (and listed) when its url starts with the prefix.
+    urls = [f"https://{'a' if i % 2 else 'b'}.example/{i}".encode() for i in range(40)]
+    ends = np.cumsum([len(u) for u in urls]).astype(np.int64)
+    end_chunks = [ends[i : i + size] for i in range(0, 40, size)]
+    kept, maybe = drop_far_rows_in_chunks(
+        ids, *chunks, chunk_bits, fp, stored, BANDS, ROWS, DISTANCE, end_chunks, b"".join(urls), b"https://a."
+    )
+    shares = [row for i, row in enumerate(rows) if i in far and row % 2]
+    assert maybe == shares
+    assert kept.tolist() == [row for row in rows if row in near or row in shares]
     with pytest.raises(IndexError):
-        far_rows_in_chunks(
-            np.array([40], dtype=np.int64), *chunks, chunk_bits, fp, stored, BANDS, ROWS, DISTANCE
+        outside = np.array([40], dtype=np.int64)
+        drop_far_rows_in_chunks(
+            outside, *chunks, chunk_bits, fp, stored, BANDS, ROWS, DISTANCE, None, b"", b""
         )
 
 

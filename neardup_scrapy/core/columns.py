@@ -88,6 +88,17 @@ class BytesColumn:
         """Bytes allocated (blob plus offsets)."""
         return len(self._blob) + self._ends.nbytes
 
+    @property
+    def blob(self) -> bytearray:
+        """All rows' bytes end to end, for compiled readers; not to be modified."""
+        return self._blob
+
+    @property
+    def end_chunks(self) -> list[npt.NDArray[np.int64]]:
+        """The chunks of the rows' end offsets into :attr:`blob` (row ``r`` spans
+        ``[end(r - 1), end(r))``, ``end(-1) = 0``), for compiled readers; not to be modified."""
+        return self._ends.chunks
+
     def append(self, value: bytes) -> int:
         """Append a byte string and return its row."""
         self._blob += value

@@ -10,7 +10,7 @@ def far_rows(
     rows: int,
     max_distance: int,
 ) -> list[int]: ...
-def far_rows_in_chunks(
+def drop_far_rows_in_chunks(
     ids: npt.NDArray[np.int64],
     simhash_chunks: list[npt.NDArray[np.uint64]],
     signature_chunks: list[npt.NDArray[np.uint8]],
@@ -20,4 +20,7 @@ def far_rows_in_chunks(
     bands: int,
     rows: int,
     max_distance: int,
-) -> list[int]: ...
+    url_end_chunks: list[npt.NDArray[np.int64]] | None,
+    url_blob: bytes | bytearray,
+    url_prefix: bytes,
+) -> tuple[npt.NDArray[np.int64], list[int]]: ...

@@ -6,12 +6,15 @@ none of its MinHash bands equals the page's in stored form. Done with numpy, thi
 small array operations per lookup (about 40 us for one hit on a 2-core VM), and a large index
 meets a few such hits in every lookup; here it is one loop over the hits' rows, read where they
 lie: in arrays (:func:`far_rows`) or in the chunks of the memory store's columns
-(:func:`far_rows_in_chunks`).
+(:func:`drop_far_rows_in_chunks`, which also reads the urls of the far
+rows in place).
 """
 
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.string cimport memcmp
+
+import numpy as np
 
 cdef extern from *:
     """
@@ -80,7 +83,20 @@ def far_rows(
     return out
 
 
-def far_rows_in_chunks(
+cdef int64_t _end_of(list end_chunks, int64_t row, int chunk_bits) except -2:
+    """Where row ``row``'s bytes end in a bytes column's blob (its ``int64`` ends in chunks)."""
+    cdef Py_ssize_t chunk = <Py_ssize_t>(row >> chunk_bits)
+    cdef int64_t offset = row & ((<int64_t>1 << chunk_bits) - 1)
+    cdef const int64_t[::1] ends
+    if row < 0 or chunk >= PyList_GET_SIZE(end_chunks):
+        raise IndexError(f"row {row} is not in the url column")
+    ends = <object>PyList_GET_ITEM(end_chunks, chunk)
+    if offset >= ends.shape[0]:
+        raise IndexError(f"row {row} is not in the url column")
+    return ends[offset]
+
+
+def drop_far_rows_in_chunks(
     const int64_t[::1] ids,
     list simhash_chunks,
     list signature_chunks,
@@ -90,15 +106,28 @@ def far_rows_in_chunks(
     int bands,
     int rows,
     int max_distance,
+    list url_end_chunks,
+    const unsigned char[::1] url_blob,
+    bytes url_prefix,
 ):
-    """:func:`far_rows` for the rows ``ids`` of columns kept in chunks of ``2**chunk_bits`` rows
-    (``simhash_chunks``: ``uint64``; ``signature_chunks``: ``uint8``, one signature per row);
-    positions in ``ids``."""
-    cdef Py_ssize_t i, chunk, n = ids.shape[0]
-    cdef int64_t row, mask = (<int64_t>1 << chunk_bits) - 1
+    """The rows ``ids`` less the far ones (module docstring), read in columns kept in chunks of
+    ``2**chunk_bits`` rows (``simhash_chunks``: ``uint64``; ``signature_chunks``: ``uint8``, one
+    signature per row).
+
+    With ``url_end_chunks`` (the chunks of a bytes column's end offsets into ``url_blob``), a far
+    row whose url starts with ``url_prefix`` is kept too, as possibly found by the page's
+    address: it is returned again in the second list, for the caller's exact test. Returns
+    ``(kept ids as int64, those possibly found by address)``, in the order of ``ids``.
+    """
+    cdef Py_ssize_t i, chunk, k = 0, n = ids.shape[0]
+    cdef Py_ssize_t prefix_length = len(url_prefix)
+    cdef const unsigned char *prefix = url_prefix
+    cdef int64_t row, start, end, mask = (<int64_t>1 << chunk_bits) - 1
     cdef const uint64_t[::1] fingerprints
     cdef const uint8_t[:, ::1] signatures
-    out = []
+    kept = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] out = kept
+    maybe = []
     for i in range(n):
         row = ids[i]
         chunk = <Py_ssize_t>(row >> chunk_bits)
@@ -112,5 +141,15 @@ def far_rows_in_chunks(
         if _far(
             simhash, &stored[0], fingerprints[row & mask], &signatures[row & mask, 0], bands, rows, max_distance
         ):
-            out.append(i)
-    return out
+            if url_end_chunks is None:
+                continue
+            start = _end_of(url_end_chunks, row - 1, chunk_bits) if row else 0
+            end = _end_of(url_end_chunks, row, chunk_bits)
+            if start < 0 or end > url_blob.shape[0] or end - start < prefix_length:
+                continue
+            if prefix_length and memcmp(&url_blob[start], prefix, prefix_length) != 0:
+                continue
+            maybe.append(row)
+        out[k] = row
+        k += 1
+    return kept[:k], maybe

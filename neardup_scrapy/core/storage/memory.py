@@ -9,8 +9,8 @@ and the url's bytes.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any, overload
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -19,7 +19,7 @@ from neardup_scrapy.core.columns import CHUNK_BITS, BytesColumn, Column, StringC
 from neardup_scrapy.core.minhash import STORED_DTYPE
 from neardup_scrapy.core.mirrors import MirrorEvidence, MirrorLedger
 from neardup_scrapy.core.multimap import KeyMultimap
-from neardup_scrapy.core.native.chance import far_rows_in_chunks
+from neardup_scrapy.core.native.chance import drop_far_rows_in_chunks
 
 from .base import (
     BUCKET_CAP,
@@ -100,7 +100,10 @@ class MemoryStorage:
         """``ids`` without the pages that share only a SimHash block with the page by chance
         (:mod:`~neardup_scrapy.core.chance`), judged on the columns before anything is fetched."""
         assert self._signatures is not None, "open() first"
-        far = far_rows_in_chunks(
+        # With address keys, a far page may still be found by the page's address: only a url
+        # that starts with the page's resource can be, told from the stored bytes in place.
+        by_address = chance.by_address
+        kept, maybe_same = drop_far_rows_in_chunks(
             np.ascontiguousarray(ids, dtype=np.int64),
             self._simhashes.chunks,
             self._signatures.chunks,
@@ -110,24 +113,15 @@ class MemoryStorage:
             chance.bands,
             chance.rows,
             chance.max_distance,
+            self._urls.end_chunks if by_address else None,
+            self._urls.blob if by_address else b"",
+            chance.resource.encode("utf-8", "surrogatepass") if by_address else b"",
         )
-        dropped = far
-        if far and chance.by_address:
-            # A url that does not start with the page's resource cannot share its address: told
-            # from the stored bytes in place, without decoding the url.
-            rows = ids.tolist()
-            prefix = chance.resource.encode("utf-8", "surrogatepass")
-            shares = [self._urls.startswith(rows[i], prefix) for i in far]
-            dropped = [i for i, share in zip(far, shares, strict=True) if not share]
-            maybe_same = [i for i, share in zip(far, shares, strict=True) if share]
-            dropped += chance.not_found_by_address(maybe_same, _LazyUrls(self._urls, rows))
-        if not dropped:
-            return ids
-        if len(dropped) == len(ids):
-            return ids[:0]
-        keep = np.ones(len(ids), dtype=bool)
-        keep[dropped] = False
-        kept: I64Array = ids[keep]
+        if maybe_same:
+            urls = [self._urls[row] for row in maybe_same]
+            chance_rows = {maybe_same[i] for i in chance.not_found_by_address(list(range(len(urls))), urls)}
+            if chance_rows:
+                kept = kept[[row not in chance_rows for row in kept.tolist()]]
         return kept
 
     def lookup_or_insert(
@@ -294,22 +288,3 @@ class MemoryStorage:
             self._host_names.append(host)
         return host_id
 
-
-class _LazyUrls(Sequence[str]):
-    """The urls of some rows, read only when asked for."""
-
-    def __init__(self, column: StringColumn, rows: list[int]) -> None:
-        self._column = column
-        self._rows = rows
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[str]: ...
-    def __getitem__(self, index: int | slice) -> str | list[str]:
-        if isinstance(index, slice):
-            return [self._column[row] for row in self._rows[index]]
-        return self._column[self._rows[index]]
