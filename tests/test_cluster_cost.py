@@ -118,5 +118,5 @@ def test_a_hot_key_does_not_widen_every_lookup(monkeypatch: pytest.MonkeyPatch) 
     hot = np.uint64(123456789)
     for doc_id in range(6000):
         index.add(np.append(rng.integers(0, 2**48, size=4, dtype=np.uint64), hot), doc_id)
-    assert [level for level in index._levels if level.offsets is not None]
+    assert [level for level in index._levels if level.directory is not None]
     assert sorted(index.lookup(np.array([hot], dtype=np.uint64), 64).tolist()) == list(range(64))

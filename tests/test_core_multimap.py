@@ -55,7 +55,7 @@ def test_directory_levels_store_32_bit_tags(small_levels: None) -> None:
     rng = np.random.default_rng(1)
     for doc_id in range(2000):
         index.add(rng.integers(0, 2**64, size=8, dtype=np.uint64), doc_id)
-    directory_levels = [lv for lv in index._levels if lv.offsets is not None and len(lv)]
+    directory_levels = [lv for lv in index._levels if lv.directory is not None and len(lv)]
     assert directory_levels
     for level in directory_levels:
         assert level.keys is None and level.tags is not None and level.tags.dtype == np.uint32
@@ -65,16 +65,24 @@ def test_directory_levels_store_32_bit_tags(small_levels: None) -> None:
     ("n", "most"),
     [
         ((1 << 18) + 12345, 10.0),  # a large level: tag, id and 1 to 2 bytes of directory
-        (mm.DIRECTORY_MIN, 12.0 + 4 / mm.DIRECTORY_MIN),  # the smallest: no more than full keys (+ one slot)
+        (mm.DIRECTORY_MIN, 12.0 + 8 / mm.DIRECTORY_MIN),  # the smallest: no more than full keys (+ one slot)
     ],
 )
 def test_a_directory_level_costs_no_more_than_full_keys(n: int, most: float) -> None:
     rng = np.random.default_rng(2)
     keys = np.sort(rng.integers(0, 2**48, size=n, dtype=np.uint64))
     level = mm._Level(np.arange(n, dtype=np.int32), keys)
-    assert level.offsets is not None and level.tags is not None
+    assert level.directory is not None and level.tags is not None
     assert 8 < level.nbytes / n <= most
     assert np.array_equal(level.full_keys(), keys)
+    # each slot's summary is bit (key % 32) of every key of its bucket, and rules most keys out
+    assert level.directory is not None
+    shift = np.uint64(mm.KEY_BITS) - np.uint64(np.log2(len(level.directory) - 1))
+    expected = np.zeros(len(level.directory) - 1, dtype=np.uint64)
+    np.bitwise_or.at(expected, (keys >> shift).astype(np.intp), np.uint64(1) << (keys & np.uint64(31)))
+    assert np.array_equal(level.directory[:-1] >> np.uint64(32), expected)
+    set_bits = np.unpackbits(expected.view(np.uint8)).sum() / (32 * len(expected))
+    assert set_bits < 0.2 if n > (1 << 18) else set_bits < 0.1
     probe = keys[::1000]
     found = level.lookup(probe)
     assert np.array_equal(np.sort(found), np.arange(0, n, 1000))
@@ -93,7 +101,7 @@ def test_merges_keep_every_entry(monkeypatch: pytest.MonkeyPatch) -> None:
     keys[1::7] = keys[::7][: len(keys[1::7])]  # some pages share all their keys with another
     for doc_id, row in enumerate(keys):
         index.add(row, doc_id)
-    assert sum(lv.offsets is not None for lv in index._levels) >= 2
+    assert sum(lv.directory is not None for lv in index._levels) >= 2
     for doc_id in range(0, 3000, 37):
         assert doc_id in index.lookup(keys[doc_id]).tolist()
 
@@ -114,7 +122,7 @@ def test_capped_lookup_returns_the_first_ids_of_each_key(monkeypatch: pytest.Mon
         index.add(keys, doc_id)
         for key in set(keys.tolist()):
             reference.setdefault(key, []).append(doc_id)
-    assert sum(lv.offsets is not None for lv in index._levels) >= 1
+    assert sum(lv.directory is not None for lv in index._levels) >= 1
     for key in shared.tolist():
         expected = sorted(reference[key])[:cap]
         assert sorted(index.lookup(np.array([key], dtype=np.uint64), cap).tolist()) == expected

@@ -16,15 +16,18 @@ by a chance key collision, and each such false candidate costs a fetch and a ver
 with 48 bits it is about one in 300,000.
 
 Small levels are plain sorted ``uint64`` keys. Large levels (at least ``DIRECTORY_MIN``
-entries) add a *directory*: ``offsets[b]`` is where the keys whose top ``D`` bits (of 48) equal
-``b`` start, with ``D`` chosen so a directory bucket holds 2 to 4 entries on average (the
-directory costs 1 to 2 bytes per entry, at most 4 in a level of fewer than ``2**18``). Each
+entries) add a *directory*: slot ``b`` holds where the keys whose top ``D`` bits (of 48) equal
+``b`` start (its low 32 bits) and a *summary* of them (its high 32 bits: bit ``key % 32`` set
+for each), with ``D`` chosen so a directory bucket holds 4 to 8 entries on average (2 to 4 in
+the smallest directory levels; the directory costs 1 to 2 bytes per entry, at most 4). Each
 entry keeps only its key's low 32 bits, its *tag*: since ``D >= 16``, bucket and tag together
 still determine all 48 bits, so merging loses nothing. An entry then costs 8 bytes (4 of tag,
-4 of id) plus its directory share instead of 12, and a lookup reads one directory slot and one
-short bucket: two cache misses where a binary search over a level too large for the caches
-takes one per halving. Only level 0, rewritten at every flush of the buffer, stays a plain
-sorted run (a directory of ``2**16`` slots per flush would cost more than it saves).
+4 of id) plus its directory share instead of 12, and a lookup reads one directory slot, and
+the bucket only when the summary holds the key's bit: most keys looked up are in no bucket of a
+level, and with 4 to 8 entries a summary rules out about 5 in 6 of them, so a key costs about
+one cache miss per large level instead of two (a binary search over a level too large for the
+caches takes one per halving). Only level 0, rewritten at every flush of the buffer, stays a
+plain sorted run (a directory of ``2**16`` slots per flush would cost more than it saves).
 
 Lookups and the buffer are compiled (:mod:`neardup_scrapy.core.native.bucketmap`): one call
 searches every level and the buffer for all of a page's keys; merges stay in numpy.
@@ -48,7 +51,7 @@ I32 = npt.NDArray[np.int32]
 
 RATIO = 32
 BUFFER = 2048
-DIRECTORY_MIN = BUFFER * RATIO  # every level past level 0's size
+DIRECTORY_MIN = 2 * BUFFER * RATIO  # 2**17: at least 2 entries per slot of 2**16
 _EMPTY_IDS = np.empty(0, dtype=np.int32)
 _EMPTY_KEYS = np.empty(0, dtype=np.uint64)
 KEY_BITS = 48
@@ -87,7 +90,7 @@ class _Level:
         self.ids = ids
         self.keys: U64 | None = None
         self.tags: U32 | None = None
-        self.offsets: U32 | None = None
+        self.directory: U64 | None = None
         n = len(ids)
         if keys is None:
             keys = _EMPTY_KEYS
@@ -95,27 +98,34 @@ class _Level:
             self.keys = keys
             self.run = Run(ids, keys)
             return
-        bits = max(16, min(40, int(np.log2(n)) - 1))
+        bits = max(16, min(40, int(np.log2(n)) - 2))
         self._shift = np.uint64(KEY_BITS - bits)
         bounds = np.arange(1 << bits, dtype=np.uint64) << self._shift
-        self.offsets = np.append(keys.searchsorted(bounds), n).astype(np.uint32)
+        starts = keys.searchsorted(bounds).astype(np.uint64)
         self.tags = keys.astype(np.uint32)  # the low 32 bits
-        self.run = Run(ids, offsets=self.offsets, tags=self.tags, shift=KEY_BITS - bits)
+        # each bucket's summary: bit (key % 32) of every key in it
+        marks = np.left_shift(np.uint32(1), self.tags & np.uint32(31))
+        summary = np.zeros(len(starts), dtype=np.uint64)
+        filled = np.flatnonzero(np.diff(starts, append=np.uint64(n)))
+        summary[filled] = np.bitwise_or.reduceat(marks, starts[filled].astype(np.intp))
+        self.directory = np.append(starts | (summary << np.uint64(32)), np.uint64(n))
+        self.run = Run(ids, directory=self.directory, tags=self.tags, shift=KEY_BITS - bits)
 
     def __len__(self) -> int:
         return len(self.ids)
 
     @property
     def nbytes(self) -> int:
-        parts = (self.ids, self.keys, self.tags, self.offsets)
+        parts = (self.ids, self.keys, self.tags, self.directory)
         return sum(p.nbytes for p in parts if p is not None)
 
     def full_keys(self) -> U64:
         """All keys of the level, sorted (rebuilt from the directory for large levels)."""
         if self.keys is not None:
             return self.keys
-        assert self.offsets is not None and self.tags is not None
-        buckets = np.repeat(np.arange(len(self.offsets) - 1, dtype=np.uint64), np.diff(self.offsets))
+        assert self.directory is not None and self.tags is not None
+        starts = self.directory & np.uint64(0xFFFFFFFF)
+        buckets = np.repeat(np.arange(len(starts) - 1, dtype=np.uint64), np.diff(starts).astype(np.intp))
         return (buckets << self._shift) | self.tags.astype(np.uint64)
 
     def lookup(self, keys: U64, cap: int = 1 << 30) -> I32:

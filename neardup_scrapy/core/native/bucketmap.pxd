@@ -24,7 +24,8 @@ cdef class Run:
     cdef object _arrays
     cdef const int32_t *ids
     cdef const uint64_t *keys       # small runs: the sorted 48-bit keys
-    cdef const uint32_t *offsets    # directory runs: bucket b spans [offsets[b], offsets[b + 1])
+    cdef const uint64_t *slots      # directory runs: bucket b spans [start(b), start(b + 1)), start in the
+                                    # low 32 bits of slots[b], its keys' summary (bits key % 32) above
     cdef const uint32_t *tags       # directory runs: the keys' low 32 bits
     cdef uint64_t shift
     cdef Py_ssize_t buckets

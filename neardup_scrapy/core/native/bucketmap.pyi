@@ -16,7 +16,7 @@ class Run:
         self,
         ids: npt.NDArray[np.int32],
         keys: npt.NDArray[np.uint64] | None = None,
-        offsets: npt.NDArray[np.uint32] | None = None,
+        directory: npt.NDArray[np.uint64] | None = None,
         tags: npt.NDArray[np.uint32] | None = None,
         shift: int = 0,
     ) -> None: ...

@@ -9,8 +9,9 @@ key. Here both are one call each:
   chained per hash slot, so the ids of one key come back in the order they were added.
 * :class:`Run` exposes one sorted run's arrays (held by the Python run object) to
   :func:`lookup`: a small run is searched by binary search over its full 48-bit keys; a large
-  one reads its directory slot ``offsets[key >> shift]`` and binary-searches the bucket's 32-bit
-  tags (sorted within a bucket, since the bucket bits and the tag together are the whole key).
+  one reads its directory slot ``directory[key >> shift]`` and, when the slot's summary holds
+  bit ``key % 32``, binary-searches the bucket's 32-bit tags (sorted within a bucket, since the
+  bucket bits and the tag together are the whole key).
 * :func:`lookup` returns, for every key, at most ``cap`` ids: the first ones added under it,
   searching the runs from the oldest to the newest and then the buffer.
 """
@@ -114,30 +115,35 @@ cdef class EntryBuffer:
         return taken
 
 
+cdef inline bint _may_hold(uint64_t slot, uint64_t key) noexcept nogil:
+    """Whether a directory slot's summary (its high 32 bits) holds ``key``'s bit."""
+    return (slot >> (32 + (key & 31))) & 1
+
+
 cdef class Run:
     """One sorted run's arrays, for :func:`lookup` (the arrays are kept alive here)."""
 
-    def __init__(self, ids, keys=None, offsets=None, tags=None, int shift=0):
+    def __init__(self, ids, keys=None, directory=None, tags=None, int shift=0):
         cdef const int32_t[::1] id_view = ids
         cdef const uint64_t[::1] key_view
-        cdef const uint32_t[::1] offset_view
+        cdef const uint64_t[::1] directory_view
         cdef const uint32_t[::1] tag_view
-        self._arrays = (ids, keys, offsets, tags)
+        self._arrays = (ids, keys, directory, tags)
         self.n = id_view.shape[0]
         self.ids = &id_view[0] if self.n else NULL
         self.keys = NULL
-        self.offsets = NULL
+        self.slots = NULL
         self.tags = NULL
         self.shift = <uint64_t>shift
-        self.directory = offsets is not None
+        self.directory = directory is not None
         if self.directory:
-            offset_view = offsets
+            directory_view = directory
             tag_view = tags
-            if tag_view.shape[0] < self.n or offset_view.shape[0] < 2:
+            if tag_view.shape[0] < self.n or directory_view.shape[0] < 2:
                 raise ValueError("a directory needs a tag per entry and at least one bucket")
-            self.offsets = &offset_view[0]
+            self.slots = &directory_view[0]
             self.tags = &tag_view[0] if self.n else NULL
-            self.buckets = offset_view.shape[0] - 1
+            self.buckets = directory_view.shape[0] - 1
         elif self.n:
             key_view = keys
             if key_view.shape[0] < self.n:
@@ -151,21 +157,23 @@ cdef class Run:
         """Ask the cache for ``key``'s directory slot (directory runs only)."""
         cdef uint64_t bucket = key >> self.shift
         if self.directory and bucket < <uint64_t>self.buckets:
-            ND_PREFETCH(&self.offsets[bucket])
+            ND_PREFETCH(&self.slots[bucket])
 
     cdef void prefetch_bucket(self, uint64_t key) noexcept nogil:
-        """Ask the cache for the start of ``key``'s bucket, tags and ids (its slot is read)."""
+        """Ask the cache for the start of ``key``'s bucket, tags and ids, if its summary may
+        hold the key (its slot is read)."""
         cdef uint64_t bucket = key >> self.shift
-        cdef uint32_t start
+        cdef uint64_t slot, start
         if self.directory and bucket < <uint64_t>self.buckets:
-            start = self.offsets[bucket]
-            if start < self.n:
+            slot = self.slots[bucket]
+            start = slot & 0xFFFFFFFFULL
+            if _may_hold(slot, key) and start < <uint64_t>self.n:
                 ND_PREFETCH(&self.tags[start])
                 ND_PREFETCH(&self.ids[start])
 
     cdef Py_ssize_t find(self, uint64_t key, ByteBuf *sink, Py_ssize_t room) except -1:
         """Append the first ``room`` ids under ``key`` to ``sink``; returns how many."""
-        cdef uint64_t bucket
+        cdef uint64_t bucket, slot
         if self.n == 0 or room <= 0:
             return 0
         if not self.directory:
@@ -173,8 +181,11 @@ cdef class Run:
         bucket = key >> self.shift
         if bucket >= <uint64_t>self.buckets:
             return 0
+        slot = self.slots[bucket]
+        if not _may_hold(slot, key):
+            return 0
         return _take_equal(
-            self.tags, self.offsets[bucket], self.offsets[bucket + 1], <uint32_t>key, self.ids, sink, room
+            self.tags, slot & 0xFFFFFFFFULL, self.slots[bucket + 1] & 0xFFFFFFFFULL, <uint32_t>key, self.ids, sink, room
         )
 
 

@@ -287,4 +287,3 @@ class MemoryStorage:
             host_id = self._hosts[host] = len(self._host_names)
             self._host_names.append(host)
         return host_id
-
