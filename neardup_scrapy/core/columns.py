@@ -108,11 +108,6 @@ class BytesColumn:
         start = int(self._ends[row - 1]) if row else 0
         return bytes(self._blob[start : int(self._ends[row])])
 
-    def startswith(self, row: int, prefix: bytes) -> bool:
-        """Whether row ``row`` starts with ``prefix`` (read in place, no copy)."""
-        start = int(self._ends[row - 1]) if row else 0
-        return self._blob.startswith(prefix, start, int(self._ends[row]))
-
 
 class StringColumn(BytesColumn):
     """Append-only strings, stored as UTF-8 (lone surrogates kept)."""

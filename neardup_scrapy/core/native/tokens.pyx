@@ -352,9 +352,10 @@ cdef class Tokenizer:
 
         A *simple* character (see :func:`_simple_table`) is one token whatever surrounds it and
         its bytes are already normalised, so it is hashed here in C; the runs between simple
-        characters are normalised in Python (memoised). Text in Chinese or Japanese is then
-        hashed in C, character by character, like ASCII words; the tokens are the same as
-        normalising the whole piece (a test compares them).
+        characters go to :meth:`_normalised` (folded in C, or normalised in Python and
+        memoised). Text in Chinese or Japanese is then hashed in C, character by character,
+        like ASCII words; the tokens are the same as normalising the whole piece (a test
+        compares them).
         """
         cdef size_t i = 0, start = 0
         cdef uint32_t cp
@@ -383,7 +384,8 @@ cdef class Tokenizer:
         return 0
 
     cdef int _normalised(self, const unsigned char *s, size_t n, U64Buf *out, uint8_t sep) except -1 nogil:
-        """Emit the tokens of a run normalised in Python (:func:`normalize_piece`), remembered
+        """Emit the tokens of a run: folded in C when the table holds every character of it
+        (:meth:`_fold_run`), else normalised in Python (:func:`normalize_piece`) and remembered
         by the run's 128-bit fingerprint: only a run not met before takes the GIL."""
         cdef PieceMemo *memo = self.memo
         cdef uint64_t key
