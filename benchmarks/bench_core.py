@@ -229,15 +229,14 @@ TAIL = 2000  # timed pages at the end of each index
 BATCH = 50  # timed pages per turn when the sizes take turns
 
 
-def _synthetic_sketch(det: Any, sig: np.ndarray, fp: int, digest: bytes) -> Any:
-    """The sketch the compiled pass would give a page with MinHash ``sig`` and SimHash ``fp``:
-    the same bucket keys (digest, band sums with the seeded multipliers, SimHash blocks; mixed,
-    table in the top byte), so the index sees the real key distribution."""
+def _synthetic_keys(det: Any, sigs: np.ndarray, fps: np.ndarray, digests: bytes) -> np.ndarray:
+    """The bucket keys the compiled pass would give pages with MinHash rows ``sigs`` and SimHashes
+    ``fps`` (one row of keys per page): the exact key from the digest, the band sums with the
+    seeded multipliers, the SimHash blocks; mixed, table in the top byte, so the index sees the
+    real key distribution."""
     from neardup_scrapy.core.hashing import mix64
-    from neardup_scrapy.core.minhash import stored_form
     from neardup_scrapy.core.native.sketch import seeded_constants
     from neardup_scrapy.core.simhash import block_masks
-    from neardup_scrapy.core.sketch import Sketch
 
     params = det.params
     cache = det.__dict__.setdefault("_bench_constants", {})
@@ -247,15 +246,22 @@ def _synthetic_sketch(det: Any, sig: np.ndarray, fp: int, digest: bytes) -> Any:
         )
         cache["masks"] = np.array(block_masks(params.simhash_distance), dtype=np.uint64)
     bands, rows = params.lsh_bands, params.lsh_rows
+    pages = len(sigs)
     with np.errstate(over="ignore"):
-        band = (sig[: bands * rows].astype(np.uint64).reshape(bands, rows) * cache["mult"]).sum(
-            axis=1, dtype=np.uint64
+        band = (sigs[:, : bands * rows].astype(np.uint64).reshape(pages, bands, rows) * cache["mult"]).sum(
+            axis=2, dtype=np.uint64
         )
-        raw = np.concatenate(
-            [np.frombuffer(digest[:8], dtype="<u8").astype(np.uint64), band, np.uint64(fp) & cache["masks"]]
-        )
-        tables = np.arange(len(raw), dtype=np.uint64) << np.uint64(56)
-        keys = (mix64(raw) & np.uint64((1 << 56) - 1)) | tables
+        exact = np.frombuffer(digests, dtype="<u8").reshape(pages, 2)[:, :1].astype(np.uint64)
+        blocks = fps.astype(np.uint64)[:, None] & cache["masks"]
+        raw = np.concatenate([exact, band, blocks], axis=1)
+        tables = np.arange(raw.shape[1], dtype=np.uint64) << np.uint64(56)
+        return (mix64(raw) & np.uint64((1 << 56) - 1)) | tables
+
+
+def _sketch_of(sig: np.ndarray, fp: int, digest: bytes, keys: np.ndarray, bands: int) -> Any:
+    from neardup_scrapy.core.minhash import stored_form
+    from neardup_scrapy.core.sketch import Sketch
+
     return Sketch(
         tokens=300,
         digest=digest,
@@ -268,71 +274,120 @@ def _synthetic_sketch(det: Any, sig: np.ndarray, fp: int, digest: bytes) -> Any:
     )
 
 
+def _synthetic_sketch(det: Any, sig: np.ndarray, fp: int, digest: bytes) -> Any:
+    """The sketch the compiled pass would give a page with MinHash ``sig`` and SimHash ``fp``."""
+    keys = _synthetic_keys(det, sig[None, :], np.array([fp], dtype=np.uint64), digest)[0]
+    return _sketch_of(sig, fp, digest, keys, det.params.lsh_bands)
+
+
+class _SyntheticPages:
+    """Synthetic pages made a thousand at a time (numpy per batch, not per page): 90% distinct
+    (random MinHash rows), every tenth a near copy of one of the last 5,000 pages (10 of the
+    MinHash values and one SimHash bit changed), so clusters stay as small at 10M as at 10k."""
+
+    RING = 5000
+    CHUNK = 1000
+
+    def __init__(self, det: Any, seed: int = 42) -> None:
+        self.det = det
+        self.rng = np.random.default_rng(seed)
+        self.num_perm = det.params.num_perm
+        self.ring_sigs = np.zeros((self.RING, self.num_perm), dtype=np.uint32)
+        self.ring_fps = np.zeros(self.RING, dtype=np.uint64)
+        self.filled = 0
+        self.next = 0
+        self.ready: list[tuple[str, str, Any]] = []
+
+    def _make(self) -> None:
+        from neardup_scrapy.core.hashing import mix64
+
+        rng, n, start = self.rng, self.CHUNK, self.next
+        index = np.arange(start, start + n, dtype=np.uint64)
+        sigs = rng.integers(0, 2**32, size=(n, self.num_perm), dtype=np.uint32)
+        fps = mix64(index)
+        # Copies come from pages of earlier batches (the ring as this batch starts).
+        copies = np.flatnonzero((index % 10 == 0) & (index > 0)) if self.filled else np.array([], int)
+        if len(copies):
+            base = rng.integers(self.filled, size=len(copies))
+            sigs[copies] = self.ring_sigs[base]
+            changed = np.argpartition(rng.random((len(copies), self.num_perm)), 10, axis=1)[:, :10]
+            sigs[copies[:, None], changed] = rng.integers(0, 2**32, size=(len(copies), 10), dtype=np.uint32)
+            flips = np.uint64(1) << rng.integers(64, size=len(copies)).astype(np.uint64)
+            fps[copies] = self.ring_fps[base] ^ flips
+        digests = rng.bytes(16 * n)
+        keys = _synthetic_keys(self.det, sigs, fps, digests)
+        slots = (index % self.RING).astype(np.int64)
+        self.ring_sigs[slots] = sigs
+        self.ring_fps[slots] = fps
+        self.filled = min(self.RING, self.filled + n)
+        bands = self.det.params.lsh_bands
+        for j in range(n):
+            i = start + j
+            host = f"host{i % 997}.example.com"
+            url = f"https://{host}/articles/{i:08d}.html"
+            sketch = _sketch_of(sigs[j], int(fps[j]), digests[16 * j : 16 * j + 16], keys[j], bands)
+            self.ready.append((url, host, sketch))
+        self.ready.reverse()
+        self.next += n
+
+    def page(self) -> tuple[str, str, Any]:
+        if not self.ready:
+            self._make()
+        return self.ready.pop()
+
+
 def _index_worker(n: int) -> None:
     """Build an index of ``n - TAIL`` synthetic pages, then time its last ``TAIL`` pages in
     batches on request (``tail K`` on stdin; ``done`` prints the figures as JSON)."""
     from neardup_scrapy.core import NearDupDetector
-    from neardup_scrapy.core.hashing import mix64
 
     det = NearDupDetector()
-    rng = np.random.default_rng(42)
-    num_perm = det.params.num_perm
+    pages = _SyntheticPages(det)
     rss_before = _rss_bytes()
-    kept: list[tuple[np.ndarray, int]] = []
-
-    def page(i: int) -> tuple[str, str, Any]:
-        if i and i % 10 == 0:
-            base_sig, base_fp = kept[int(rng.integers(len(kept)))]
-            sig = base_sig.copy()
-            changed = rng.choice(num_perm, size=10, replace=False)
-            sig[changed] = rng.integers(0, 2**32, size=10, dtype=np.uint32)
-            fp = base_fp ^ (1 << int(rng.integers(64)))
-        else:
-            sig = rng.integers(0, 2**32, size=num_perm, dtype=np.uint32)
-            fp = int(mix64(np.array([i], dtype=np.uint64))[0])
-        # Copies are drawn from the last 5,000 pages, so clusters stay as small at 1M as at 10k.
-        if len(kept) < 5000:
-            kept.append((sig, fp))
-        else:
-            kept[i % 5000] = (sig, fp)
-        host = f"host{i % 997}.example.com"
-        url = f"https://{host}/articles/{i:08d}.html"
-        return url, host, _synthetic_sketch(det, sig, fp, rng.bytes(16))
-
     build_s = 0.0  # every check before the timed tail, merges included
+    started = time.monotonic()
+    step = max((n - TAIL) // 10, 1)
     for i in range(n - TAIL):
-        url, host, sketch = page(i)
+        url, host, sketch = pages.page()
         t0 = time.process_time()
         det._check_sketch(url, host, sketch, "", 1000)
         build_s += time.process_time() - t0
+        if (i + 1) % step == 0 and n >= 1_000_000:
+            elapsed = time.monotonic() - started
+            print(f"index {n}: {i + 1} pages built, {elapsed:.0f} s", file=sys.stderr, flush=True)
     print("ready", flush=True)
-    query_us: list[float] = []
-    insert_us: list[float] = []
-    i = n - TAIL
+    parts: dict[str, list[float]] = {"lookup": [], "fetch": [], "decide": [], "insert": []}
     for line in sys.stdin:
         if line.startswith("done"):
             break
         for _ in range(int(line.split()[1])):
-            url, host, sketch = page(i)
-            i += 1
-            # Query = lookup + fetch + verify; insert = the commit of the same page.
+            url, host, sketch = pages.page()
+            # Query = lookup + fetch (far hits dropped, candidates read) + decide (verify);
+            # insert = the commit of the same page.
             keys = det._keys(url, sketch)
             t0 = time.process_time()
             ids, token = det.storage.lookup(keys)
-            match = det._decide(url, sketch, det._candidates(ids, url, sketch), False)
             t1 = time.process_time()
-            det.storage.commit(det._commit_for(url, host, sketch, match, token, 1000, keys))
+            candidates = det._candidates(ids, url, sketch)
             t2 = time.process_time()
-            query_us.append((t1 - t0) * 1e6)
-            insert_us.append((t2 - t1) * 1e6)
-            build_s += t2 - t0
+            match = det._decide(url, sketch, candidates, False)
+            t3 = time.process_time()
+            det.storage.commit(det._commit_for(url, host, sketch, match, token, 1000, keys))
+            t4 = time.process_time()
+            for name, seconds in zip(parts, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
+                parts[name].append(seconds * 1e6)
+            build_s += t4 - t0
         print("ok", flush=True)
+    mean = {name: float(np.mean(values)) for name, values in parts.items()}
     result = {
         "pages": n,
         "store_bytes_per_page": det.storage.memory_bytes() / n,
         "rss_bytes_per_page": (_rss_bytes() - rss_before) / n,
-        "query_us": float(np.mean(query_us)),
-        "insert_us": float(np.mean(insert_us)),
+        "query_us": mean["lookup"] + mean["fetch"] + mean["decide"],
+        "lookup_us": mean["lookup"],
+        "fetch_us": mean["fetch"],
+        "decide_us": mean["decide"],
+        "insert_us": mean["insert"],
         "check_us_all": build_s / n * 1e6,
     }
     print(json.dumps(result), flush=True)
@@ -368,13 +423,14 @@ def bench_index(sizes: list[int]) -> None:
         rows.append(json.loads(proc.stdout.readline()))
         proc.wait()
     print(
-        f"{'pages':>9} {'store B/page':>13} {'RSS B/page':>11} {'query us':>9} {'insert us':>10} "
-        f"{'all checks us':>14}"
+        f"{'pages':>9} {'store B/page':>13} {'RSS B/page':>11} {'query us':>9} {'(lookup':>8} "
+        f"{'fetch':>6} {'decide)':>8} {'insert us':>10} {'all checks us':>14}"
     )
     for r in rows:
         print(
             f"{r['pages']:>9} {r['store_bytes_per_page']:>13.0f} {r['rss_bytes_per_page']:>11.0f} "
-            f"{r['query_us']:>9.1f} {r['insert_us']:>10.1f} {r['check_us_all']:>14.1f}"
+            f"{r['query_us']:>9.1f} {r['lookup_us']:>8.1f} {r['fetch_us']:>6.1f} "
+            f"{r['decide_us']:>8.1f} {r['insert_us']:>10.1f} {r['check_us_all']:>14.1f}"
         )
     first, last = rows[0], rows[-1]
     print(
