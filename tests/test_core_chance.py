@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from neardup_scrapy.core import NearDupDetector
 from neardup_scrapy.core.chance import ChanceFilter
 from neardup_scrapy.core.minhash import stored_form
-from neardup_scrapy.core.native.chance import drop_far_rows_in_chunks, far_rows
+from neardup_scrapy.core.native.chance import drop_far_rows_in_columns, far_rows
 from neardup_scrapy.core.sketch import resource_of
 from neardup_scrapy.core.storage.sqlite import SQLiteStorage
 
@@ -146,7 +146,7 @@ def test_far_rows_refuses_signatures_that_do_not_match_the_fingerprints() -> Non
     st.integers(0, 2**32 - 1),
 )
 @settings(max_examples=100, deadline=None)
-def test_far_rows_dropped_in_chunks_as_found_in_one_array(
+def test_far_rows_dropped_in_columns_as_found_in_one_array(
     fp: int, rows: list[int], chunk_bits: int, seed: int
 ) -> None:
     rng = np.random.default_rng(seed)
@@ -160,31 +160,87 @@ def test_far_rows_dropped_in_chunks_as_found_in_one_array(
     )
     fingerprints[::4] = fp ^ 0b101  # within the distance
     size = 1 << chunk_bits
-    chunks = (
-        [fingerprints[i : i + size] for i in range(0, 40, size)],
-        [signatures[i : i + size] for i in range(0, 40, size)],
-    )
+    fp_chunks = [fingerprints[i : i + size] for i in range(0, 40, size)]
+    sig_chunks = [signatures[i : i + size] for i in range(0, 40, size)]
+
+    def addresses(chunks: list[np.ndarray]) -> np.ndarray:
+        return np.array([chunk.ctypes.data for chunk in chunks], dtype=np.uint64)
+
+    columns = (addresses(fp_chunks), addresses(sig_chunks), width)
     ids = np.array(rows, dtype=np.int64)
     far = far_rows(fp, stored, fingerprints[ids], signatures[ids], BANDS, ROWS, DISTANCE)
     near = [row for i, row in enumerate(rows) if i not in far]
-    kept, maybe = drop_far_rows_in_chunks(
-        ids, *chunks, chunk_bits, fp, stored, BANDS, ROWS, DISTANCE, None, b"", b""
+    kept, maybe = drop_far_rows_in_columns(
+        ids, 40, chunk_bits, *columns, fp, stored, BANDS, ROWS, DISTANCE, None, b"", b""
     )
-    assert kept.tolist() == near and maybe == []
+    assert kept.tolist() == near and maybe == [] and kept.dtype == np.int64
     # With urls: a far row is kept (and listed) when its url starts with the prefix.
     urls = [f"https://{'a' if i % 2 else 'b'}.example/{i}".encode() for i in range(40)]
     ends = np.cumsum([len(u) for u in urls]).astype(np.int64)
     end_chunks = [ends[i : i + size] for i in range(0, 40, size)]
-    kept, maybe = drop_far_rows_in_chunks(
-        ids, *chunks, chunk_bits, fp, stored, BANDS, ROWS, DISTANCE, end_chunks, b"".join(urls), b"https://a."
+    kept, maybe = drop_far_rows_in_columns(
+        ids,
+        40,
+        chunk_bits,
+        *columns,
+        fp,
+        stored,
+        BANDS,
+        ROWS,
+        DISTANCE,
+        addresses(end_chunks),
+        b"".join(urls),
+        b"https://a.",
     )
     shares = [row for i, row in enumerate(rows) if i in far and row % 2]
     assert maybe == shares
     assert kept.tolist() == [row for row in rows if row in near or row in shares]
-    with pytest.raises(IndexError):
-        outside = np.array([40], dtype=np.int64)
-        drop_far_rows_in_chunks(
-            outside, *chunks, chunk_bits, fp, stored, BANDS, ROWS, DISTANCE, None, b"", b""
+    for outside in (40, -1):
+        with pytest.raises(IndexError):
+            drop_far_rows_in_columns(
+                np.array([outside], dtype=np.int64),
+                40,
+                chunk_bits,
+                *columns,
+                fp,
+                stored,
+                BANDS,
+                ROWS,
+                DISTANCE,
+                None,
+                b"",
+                b"",
+            )
+    with pytest.raises(ValueError, match="chunk addresses"):  # fewer chunks than the rows need
+        drop_far_rows_in_columns(
+            ids,
+            40,
+            chunk_bits,
+            columns[0][:1],
+            *columns[1:],
+            fp,
+            stored,
+            BANDS,
+            ROWS,
+            DISTANCE,
+            None,
+            b"",
+            b"",
+        )
+    with pytest.raises(ValueError, match="ids"):  # ids of the wrong width
+        drop_far_rows_in_columns(
+            np.array([1, 2], dtype=np.int32),
+            40,
+            chunk_bits,
+            *columns,
+            fp,
+            stored,
+            BANDS,
+            ROWS,
+            DISTANCE,
+            None,
+            b"",
+            b"",
         )
 
 

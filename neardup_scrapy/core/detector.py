@@ -347,7 +347,7 @@ class NearDupDetector:
 
     def _chance_filter(self, url: str, sketch: Sketch) -> ChanceFilter | None:
         """The page's test for SimHash blocks shared by chance; ``None`` without block keys."""
-        if self.params.algorithm == "minhash" or not len(sketch.simhash_keys):
+        if self.params.algorithm == "minhash" or not sketch.simhash_tables:
             return None
         return ChanceFilter(
             stored=sketch.stored,

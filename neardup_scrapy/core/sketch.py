@@ -74,6 +74,11 @@ class Sketch:
         """One key per SimHash block table."""
         return self.keys[1 + self.bands :]
 
+    @property
+    def simhash_tables(self) -> int:
+        """``len(simhash_keys)``, without making the slice."""
+        return max(len(self.keys) - 1 - self.bands, 0)
+
     @classmethod
     def from_native(cls, page: Any, bands: int) -> Sketch:
         """The sketch of a :class:`~neardup_scrapy.core.native.page.PageSketch` with status ``ok``."""
@@ -98,12 +103,7 @@ def url_key(url: str, seed: int) -> np.uint64:
 
 def resource_of(url: str) -> str:
     """A url without its query and fragment: the address of which the query selects a view."""
-    cut = len(url)
-    for mark in ("?", "#"):
-        at = url.find(mark)
-        if 0 <= at < cut:
-            cut = at
-    return url[:cut]
+    return url.partition("#")[0].partition("?")[0]  # cut at the first of either
 
 
 @lru_cache(maxsize=8)

@@ -10,17 +10,19 @@ def far_rows(
     rows: int,
     max_distance: int,
 ) -> list[int]: ...
-def drop_far_rows_in_chunks(
+def drop_far_rows_in_columns(
     ids: npt.NDArray[np.int64],
-    simhash_chunks: list[npt.NDArray[np.uint64]],
-    signature_chunks: list[npt.NDArray[np.uint8]],
+    n_rows: int,
     chunk_bits: int,
+    simhash_addresses: npt.NDArray[np.uint64],
+    signature_addresses: npt.NDArray[np.uint64],
+    signature_width: int,
     simhash: int,
     stored: npt.NDArray[np.uint8],
     bands: int,
     rows: int,
     max_distance: int,
-    url_end_chunks: list[npt.NDArray[np.int64]] | None,
+    url_end_addresses: npt.NDArray[np.uint64] | None,
     url_blob: bytes | bytearray,
     url_prefix: bytes,
 ) -> tuple[npt.NDArray[np.int64], list[int]]: ...

@@ -6,15 +6,18 @@ none of its MinHash bands equals the page's in stored form. Done with numpy, thi
 small array operations per lookup (about 40 us for one hit on a 2-core VM), and a large index
 meets a few such hits in every lookup; here it is one loop over the hits' rows, read where they
 lie: in arrays (:func:`far_rows`) or in the chunks of the memory store's columns
-(:func:`drop_far_rows_in_chunks`, which also reads the urls of the far
-rows in place).
+(:func:`drop_far_rows_in_columns`, which also reads the urls of the far rows in place).
 """
 
-from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
-from libc.stdint cimport int64_t, uint8_t, uint64_t
-from libc.string cimport memcmp
+from libc.stdint cimport int64_t, uint8_t, uint64_t, uintptr_t
+from cpython.buffer cimport PyBUF_ANY_CONTIGUOUS, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcmp, memcpy
 
 import numpy as np
+
+_NO_ROWS = np.empty(0, dtype=np.int64)
+_NO_ROWS.flags.writeable = False
 
 cdef extern from *:
     """
@@ -83,73 +86,153 @@ def far_rows(
     return out
 
 
-cdef int64_t _end_of(list end_chunks, int64_t row, int chunk_bits) except -2:
-    """Where row ``row``'s bytes end in a bytes column's blob (its ``int64`` ends in chunks)."""
-    cdef Py_ssize_t chunk = <Py_ssize_t>(row >> chunk_bits)
-    cdef int64_t offset = row & ((<int64_t>1 << chunk_bits) - 1)
-    cdef const int64_t[::1] ends
-    if row < 0 or chunk >= PyList_GET_SIZE(end_chunks):
-        raise IndexError(f"row {row} is not in the url column")
-    ends = <object>PyList_GET_ITEM(end_chunks, chunk)
-    if offset >= ends.shape[0]:
-        raise IndexError(f"row {row} is not in the url column")
-    return ends[offset]
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define nd_prefetch(p) __builtin_prefetch(p)
+    #else
+    #define nd_prefetch(p) ((void)0)
+    #endif
+    """
+    void nd_prefetch(const void *p) nogil
 
 
-def drop_far_rows_in_chunks(
-    const int64_t[::1] ids,
-    list simhash_chunks,
-    list signature_chunks,
+cdef inline const char *_row_at(const uint64_t *addresses, int64_t row, int chunk_bits, Py_ssize_t width) noexcept nogil:
+    """Row ``row`` of a column kept in chunks of ``2**chunk_bits`` rows of ``width`` bytes, the
+    chunks' start addresses in ``addresses`` (the caller checked ``row``)."""
+    cdef int64_t mask = (<int64_t>1 << chunk_bits) - 1
+    return <const char *><uintptr_t>addresses[row >> chunk_bits] + (row & mask) * width
+
+
+cdef int _acquire(object obj, Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t at_least, str what) except -1:
+    """``obj``'s contiguous bytes (numpy array, bytes, bytearray) in ``view``, checked to hold
+    ``itemsize``-byte items, at least ``at_least`` of them. A raw buffer request: typed
+    memoryview arguments cost about 2,000 instructions each to set up, more than the loop."""
+    PyObject_GetBuffer(obj, view, PyBUF_ANY_CONTIGUOUS)
+    if view.itemsize != itemsize or view.len // itemsize < at_least:
+        PyBuffer_Release(view)
+        raise ValueError(f"{what}: items of {view.itemsize} bytes, {view.len} in all; need {at_least} or more of {itemsize}")
+    return 0
+
+
+def drop_far_rows_in_columns(
+    object ids,
+    int64_t n_rows,
     int chunk_bits,
+    object simhash_addresses,
+    object signature_addresses,
+    Py_ssize_t signature_width,
     uint64_t simhash,
-    const uint8_t[::1] stored,
+    object stored,
     int bands,
     int rows,
     int max_distance,
-    list url_end_chunks,
-    const unsigned char[::1] url_blob,
+    object url_end_addresses,
+    object url_blob,
     bytes url_prefix,
 ):
-    """The rows ``ids`` less the far ones (module docstring), read in columns kept in chunks of
-    ``2**chunk_bits`` rows (``simhash_chunks``: ``uint64``; ``signature_chunks``: ``uint8``, one
-    signature per row).
+    """The rows ``ids`` (``int64``) less the far ones (module docstring), read where they lie in
+    the memory store's columns: ``n_rows`` rows in chunks of ``2**chunk_bits``, each column given
+    by its chunks' start addresses (``uint64``,
+    :attr:`~neardup_scrapy.core.columns.Column.addresses`; SimHashes ``uint64``, signatures
+    ``signature_width`` bytes in stored form, the page's own in ``stored``). Every row's SimHash
+    and signature is prefetched before any is read, so the cache misses of a large index overlap.
 
-    With ``url_end_chunks`` (the chunks of a bytes column's end offsets into ``url_blob``), a far
-    row whose url starts with ``url_prefix`` is kept too, as possibly found by the page's
-    address: it is returned again in the second list, for the caller's exact test. Returns
-    ``(kept ids as int64, those possibly found by address)``, in the order of ``ids``.
+    With ``url_end_addresses`` (the chunks of the url column's ``int64`` end offsets into
+    ``url_blob``), a far row whose url starts with ``url_prefix`` is kept too, as possibly found
+    by the page's address: it is returned again in the second list, for the caller's exact test.
+    Returns ``(kept ids as int64, those possibly found by address)``, in the order of ``ids``.
     """
-    cdef Py_ssize_t i, chunk, k = 0, n = ids.shape[0]
+    cdef Py_buffer out_view, ids_view, simhash_view, signature_view, stored_view, ends_view, blob_view
+    cdef Py_ssize_t i, k = 0, n
     cdef Py_ssize_t prefix_length = len(url_prefix)
     cdef const unsigned char *prefix = url_prefix
-    cdef int64_t row, start, end, mask = (<int64_t>1 << chunk_bits) - 1
-    cdef const uint64_t[::1] fingerprints
-    cdef const uint8_t[:, ::1] signatures
-    kept = np.empty(n, dtype=np.int64)
-    cdef int64_t[::1] out = kept
-    maybe = []
-    for i in range(n):
-        row = ids[i]
-        chunk = <Py_ssize_t>(row >> chunk_bits)
-        if row < 0 or chunk >= PyList_GET_SIZE(simhash_chunks) or chunk >= PyList_GET_SIZE(signature_chunks):
-            raise IndexError(f"row {row} is not in the columns")
-        fingerprints = <object>PyList_GET_ITEM(simhash_chunks, chunk)
-        signatures = <object>PyList_GET_ITEM(signature_chunks, chunk)
-        _check_widths(stored.shape[0], signatures.shape[1], bands, rows)
-        if (row & mask) >= fingerprints.shape[0] or (row & mask) >= signatures.shape[0]:
-            raise IndexError(f"row {row} is not in the columns")
-        if _far(
-            simhash, &stored[0], fingerprints[row & mask], &signatures[row & mask, 0], bands, rows, max_distance
-        ):
-            if url_end_chunks is None:
-                continue
-            start = _end_of(url_end_chunks, row - 1, chunk_bits) if row else 0
-            end = _end_of(url_end_chunks, row, chunk_bits)
-            if start < 0 or end > url_blob.shape[0] or end - start < prefix_length:
-                continue
-            if prefix_length and memcmp(&url_blob[start], prefix, prefix_length) != 0:
-                continue
-            maybe.append(row)
-        out[k] = row
-        k += 1
-    return kept[:k], maybe
+    cdef const int64_t *rows_in
+    cdef const uint64_t *simhash_at
+    cdef const uint64_t *signature_at
+    cdef const uint64_t *ends_at = NULL
+    cdef const unsigned char *blob = NULL
+    cdef const uint8_t *own
+    cdef int64_t row, start, end, blob_length = 0
+    cdef Py_ssize_t chunks = (n_rows + (<int64_t>1 << chunk_bits) - 1) >> chunk_bits
+    cdef bint by_address = url_end_addresses is not None
+    cdef int64_t *out
+    _acquire(ids, &ids_view, 8, 0, "ids")
+    try:
+        _acquire(stored, &stored_view, 1, 0, "stored")
+        try:
+            _check_widths(stored_view.len, signature_width, bands, rows)
+            _acquire(simhash_addresses, &simhash_view, 8, chunks, "simhash chunk addresses")
+            try:
+                _acquire(signature_addresses, &signature_view, 8, chunks, "signature chunk addresses")
+                try:
+                    if by_address:
+                        _acquire(url_end_addresses, &ends_view, 8, chunks, "url chunk addresses")
+                        try:
+                            _acquire(url_blob, &blob_view, 1, 0, "url blob")
+                        except BaseException:
+                            PyBuffer_Release(&ends_view)
+                            raise
+                        ends_at = <const uint64_t *>ends_view.buf
+                        blob = <const unsigned char *>blob_view.buf
+                        blob_length = blob_view.len
+                    try:
+                        n = ids_view.len // 8
+                        rows_in = <const int64_t *>ids_view.buf
+                        simhash_at = <const uint64_t *>simhash_view.buf
+                        signature_at = <const uint64_t *>signature_view.buf
+                        own = <const uint8_t *>stored_view.buf
+                        for i in range(n):
+                            if rows_in[i] < 0 or rows_in[i] >= n_rows:
+                                raise IndexError(f"row {rows_in[i]} is not in the columns")
+                        for i in range(n):
+                            nd_prefetch(_row_at(simhash_at, rows_in[i], chunk_bits, 8))
+                            nd_prefetch(_row_at(signature_at, rows_in[i], chunk_bits, signature_width))
+                        out = <int64_t *>malloc(max(n, 1) * sizeof(int64_t))
+                        if out == NULL:
+                            raise MemoryError()
+                        maybe = []
+                        try:
+                            for i in range(n):
+                                row = rows_in[i]
+                                if _far(
+                                    simhash,
+                                    own,
+                                    (<const uint64_t *>_row_at(simhash_at, row, chunk_bits, 8))[0],
+                                    <const uint8_t *>_row_at(signature_at, row, chunk_bits, signature_width),
+                                    bands,
+                                    rows,
+                                    max_distance,
+                                ):
+                                    if not by_address:
+                                        continue
+                                    start = (<const int64_t *>_row_at(ends_at, row - 1, chunk_bits, 8))[0] if row else 0
+                                    end = (<const int64_t *>_row_at(ends_at, row, chunk_bits, 8))[0]
+                                    if start < 0 or end > blob_length or end - start < prefix_length:
+                                        continue
+                                    if prefix_length and memcmp(blob + start, prefix, prefix_length) != 0:
+                                        continue
+                                    maybe.append(row)
+                                out[k] = row
+                                k += 1
+                            # all far, the usual case in a large index: no array to make
+                            kept = np.empty(k, dtype=np.int64) if k else _NO_ROWS
+                            if k:
+                                PyObject_GetBuffer(kept, &out_view, PyBUF_ANY_CONTIGUOUS | PyBUF_WRITABLE)
+                                memcpy(out_view.buf, out, k * sizeof(int64_t))
+                                PyBuffer_Release(&out_view)
+                        finally:
+                            free(out)
+                        return kept, maybe
+                    finally:
+                        if by_address:
+                            PyBuffer_Release(&blob_view)
+                            PyBuffer_Release(&ends_view)
+                finally:
+                    PyBuffer_Release(&signature_view)
+            finally:
+                PyBuffer_Release(&simhash_view)
+        finally:
+            PyBuffer_Release(&stored_view)
+    finally:
+        PyBuffer_Release(&ids_view)

@@ -19,7 +19,7 @@ from neardup_scrapy.core.columns import CHUNK_BITS, BytesColumn, Column, StringC
 from neardup_scrapy.core.minhash import STORED_DTYPE
 from neardup_scrapy.core.mirrors import MirrorEvidence, MirrorLedger
 from neardup_scrapy.core.multimap import KeyMultimap
-from neardup_scrapy.core.native.chance import drop_far_rows_in_chunks
+from neardup_scrapy.core.native.chance import drop_far_rows_in_columns
 
 from .base import (
     BUCKET_CAP,
@@ -51,6 +51,7 @@ class MemoryStorage:
         self.ttl = ttl
         self._signature: dict[str, Any] | None = None
         self._num_perm = 0
+        self._signature_width = 0
         self._buckets = KeyMultimap()
         self._hosts: dict[str, int] = {}
         self._host_names: list[str] = []
@@ -74,6 +75,7 @@ class MemoryStorage:
         self._signature = dict(signature)
         self._num_perm = int(signature.get("num_perm", 128))
         self._signatures = Column(STORED_DTYPE, self._num_perm)
+        self._signature_width = self._num_perm * np.dtype(STORED_DTYPE).itemsize  # bytes per row
 
     def close(self) -> None:
         """Nothing to release."""
@@ -103,23 +105,24 @@ class MemoryStorage:
         # With address keys, a far page may still be found by the page's address: only a url
         # that starts with the page's resource can be, told from the stored bytes in place.
         by_address = chance.by_address
-        kept, maybe_same = drop_far_rows_in_chunks(
+        kept, maybe_same = drop_far_rows_in_columns(
             np.ascontiguousarray(ids, dtype=np.int64),
-            self._simhashes.chunks,
-            self._signatures.chunks,
+            len(self._simhashes),
             CHUNK_BITS,
+            self._simhashes.addresses,
+            self._signatures.addresses,
+            self._signature_width,
             chance.simhash,
             np.ascontiguousarray(chance.stored),
             chance.bands,
             chance.rows,
             chance.max_distance,
-            self._urls.end_chunks if by_address else None,
+            self._urls.end_addresses if by_address else None,
             self._urls.blob if by_address else b"",
             chance.resource.encode("utf-8", "surrogatepass") if by_address else b"",
         )
         if maybe_same:
-            urls = [self._urls[row] for row in maybe_same]
-            chance_rows = {maybe_same[i] for i in chance.not_found_by_address(list(range(len(urls))), urls)}
+            chance_rows = {row for row in maybe_same if not chance.same_address(self._urls[row])}
             if chance_rows:
                 kept = kept[[row not in chance_rows for row in kept.tolist()]]
         return kept
