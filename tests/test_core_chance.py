@@ -170,78 +170,31 @@ def test_far_rows_dropped_in_columns_as_found_in_one_array(
     ids = np.array(rows, dtype=np.int64)
     far = far_rows(fp, stored, fingerprints[ids], signatures[ids], BANDS, ROWS, DISTANCE)
     near = [row for i, row in enumerate(rows) if i not in far]
-    kept, maybe = drop_far_rows_in_columns(
-        ids, 40, chunk_bits, *columns, fp, stored, BANDS, ROWS, DISTANCE, None, b"", b""
-    )
+    no_urls: tuple[Any, bytes, bytes] = (None, b"", b"")
+
+    def drop(ids: np.ndarray, urls: tuple[Any, bytes, bytes] = no_urls, simhashes: Any = None) -> Any:
+        at = columns[0] if simhashes is None else simhashes
+        return drop_far_rows_in_columns(
+            ids, 40, chunk_bits, at, *columns[1:], fp, stored, BANDS, ROWS, DISTANCE, *urls
+        )
+
+    kept, maybe = drop(ids)
     assert kept.tolist() == near and maybe == [] and kept.dtype == np.int64
     # With urls: a far row is kept (and listed) when its url starts with the prefix.
     urls = [f"https://{'a' if i % 2 else 'b'}.example/{i}".encode() for i in range(40)]
     ends = np.cumsum([len(u) for u in urls]).astype(np.int64)
     end_chunks = [ends[i : i + size] for i in range(0, 40, size)]
-    kept, maybe = drop_far_rows_in_columns(
-        ids,
-        40,
-        chunk_bits,
-        *columns,
-        fp,
-        stored,
-        BANDS,
-        ROWS,
-        DISTANCE,
-        addresses(end_chunks),
-        b"".join(urls),
-        b"https://a.",
-    )
+    kept, maybe = drop(ids, (addresses(end_chunks), b"".join(urls), b"https://a."))
     shares = [row for i, row in enumerate(rows) if i in far and row % 2]
     assert maybe == shares
     assert kept.tolist() == [row for row in rows if row in near or row in shares]
     for outside in (40, -1):
         with pytest.raises(IndexError):
-            drop_far_rows_in_columns(
-                np.array([outside], dtype=np.int64),
-                40,
-                chunk_bits,
-                *columns,
-                fp,
-                stored,
-                BANDS,
-                ROWS,
-                DISTANCE,
-                None,
-                b"",
-                b"",
-            )
+            drop(np.array([outside], dtype=np.int64))
     with pytest.raises(ValueError, match="chunk addresses"):  # fewer chunks than the rows need
-        drop_far_rows_in_columns(
-            ids,
-            40,
-            chunk_bits,
-            columns[0][:1],
-            *columns[1:],
-            fp,
-            stored,
-            BANDS,
-            ROWS,
-            DISTANCE,
-            None,
-            b"",
-            b"",
-        )
+        drop(ids, simhashes=columns[0][:1])
     with pytest.raises(ValueError, match="ids"):  # ids of the wrong width
-        drop_far_rows_in_columns(
-            np.array([1, 2], dtype=np.int32),
-            40,
-            chunk_bits,
-            *columns,
-            fp,
-            stored,
-            BANDS,
-            ROWS,
-            DISTANCE,
-            None,
-            b"",
-            b"",
-        )
+        drop(np.array([1, 2], dtype=np.int32))
 
 
 @given(st.sampled_from(_ADDRESSES), st.lists(st.sampled_from(_ADDRESSES), min_size=1, max_size=4))
