@@ -109,10 +109,29 @@ cdef int _acquire(object obj, Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t a
     ``itemsize``-byte items, at least ``at_least`` of them. A raw buffer request: typed
     memoryview arguments cost about 2,000 instructions each to set up, more than the loop."""
     PyObject_GetBuffer(obj, view, PyBUF_ANY_CONTIGUOUS)
-    if view.itemsize != itemsize or view.len // itemsize < at_least:
+    cdef Py_ssize_t got_itemsize = view.itemsize, got_length = view.len
+    if got_itemsize != itemsize or got_length // itemsize < at_least:
         PyBuffer_Release(view)
-        raise ValueError(f"{what}: items of {view.itemsize} bytes, {view.len} in all; need {at_least} or more of {itemsize}")
+        raise ValueError(
+            f"{what}: items of {got_itemsize} bytes, {got_length} in all; need {at_least} or more of {itemsize}"
+        )
     return 0
+
+
+cdef Py_buffer *_hold(
+    object obj, Py_buffer *views, int *held, Py_ssize_t itemsize, Py_ssize_t at_least, str what
+) except NULL:
+    """:func:`_acquire` into the next free one of ``views`` and count it in ``held``: a caller
+    holding several buffers releases them all in one place (:func:`_release_all`)."""
+    _acquire(obj, &views[held[0]], itemsize, at_least, what)
+    held[0] += 1
+    return &views[held[0] - 1]
+
+
+cdef void _release_all(Py_buffer *views, int held) noexcept:
+    while held:
+        held -= 1
+        PyBuffer_Release(&views[held])
 
 
 def drop_far_rows_in_columns(
@@ -143,7 +162,12 @@ def drop_far_rows_in_columns(
     by the page's address: it is returned again in the second list, for the caller's exact test.
     Returns ``(kept ids as int64, those possibly found by address)``, in the order of ``ids``.
     """
-    cdef Py_buffer out_view, ids_view, simhash_view, signature_view, stored_view, ends_view, blob_view
+    cdef Py_buffer views[6]
+    cdef int held = 0
+    cdef Py_buffer out_view
+    cdef Py_buffer *ids_view
+    cdef Py_buffer *stored_view
+    cdef Py_buffer *blob_view
     cdef Py_ssize_t i, k = 0, n
     cdef Py_ssize_t prefix_length = len(url_prefix)
     cdef const unsigned char *prefix = url_prefix
@@ -156,83 +180,62 @@ def drop_far_rows_in_columns(
     cdef int64_t row, start, end, blob_length = 0
     cdef Py_ssize_t chunks = (n_rows + (<int64_t>1 << chunk_bits) - 1) >> chunk_bits
     cdef bint by_address = url_end_addresses is not None
-    cdef int64_t *out
-    _acquire(ids, &ids_view, 8, 0, "ids")
+    cdef int64_t *out = NULL
     try:
-        _acquire(stored, &stored_view, 1, 0, "stored")
-        try:
-            _check_widths(stored_view.len, signature_width, bands, rows)
-            _acquire(simhash_addresses, &simhash_view, 8, chunks, "simhash chunk addresses")
-            try:
-                _acquire(signature_addresses, &signature_view, 8, chunks, "signature chunk addresses")
-                try:
-                    if by_address:
-                        _acquire(url_end_addresses, &ends_view, 8, chunks, "url chunk addresses")
-                        try:
-                            _acquire(url_blob, &blob_view, 1, 0, "url blob")
-                        except BaseException:
-                            PyBuffer_Release(&ends_view)
-                            raise
-                        ends_at = <const uint64_t *>ends_view.buf
-                        blob = <const unsigned char *>blob_view.buf
-                        blob_length = blob_view.len
-                    try:
-                        n = ids_view.len // 8
-                        rows_in = <const int64_t *>ids_view.buf
-                        simhash_at = <const uint64_t *>simhash_view.buf
-                        signature_at = <const uint64_t *>signature_view.buf
-                        own = <const uint8_t *>stored_view.buf
-                        for i in range(n):
-                            if rows_in[i] < 0 or rows_in[i] >= n_rows:
-                                raise IndexError(f"row {rows_in[i]} is not in the columns")
-                        for i in range(n):
-                            nd_prefetch(_row_at(simhash_at, rows_in[i], chunk_bits, 8))
-                            nd_prefetch(_row_at(signature_at, rows_in[i], chunk_bits, signature_width))
-                        out = <int64_t *>malloc(max(n, 1) * sizeof(int64_t))
-                        if out == NULL:
-                            raise MemoryError()
-                        maybe = []
-                        try:
-                            for i in range(n):
-                                row = rows_in[i]
-                                if _far(
-                                    simhash,
-                                    own,
-                                    (<const uint64_t *>_row_at(simhash_at, row, chunk_bits, 8))[0],
-                                    <const uint8_t *>_row_at(signature_at, row, chunk_bits, signature_width),
-                                    bands,
-                                    rows,
-                                    max_distance,
-                                ):
-                                    if not by_address:
-                                        continue
-                                    start = (<const int64_t *>_row_at(ends_at, row - 1, chunk_bits, 8))[0] if row else 0
-                                    end = (<const int64_t *>_row_at(ends_at, row, chunk_bits, 8))[0]
-                                    if start < 0 or end > blob_length or end - start < prefix_length:
-                                        continue
-                                    if prefix_length and memcmp(blob + start, prefix, prefix_length) != 0:
-                                        continue
-                                    maybe.append(row)
-                                out[k] = row
-                                k += 1
-                            # all far, the usual case in a large index: no array to make
-                            kept = np.empty(k, dtype=np.int64) if k else _NO_ROWS
-                            if k:
-                                PyObject_GetBuffer(kept, &out_view, PyBUF_ANY_CONTIGUOUS | PyBUF_WRITABLE)
-                                memcpy(out_view.buf, out, k * sizeof(int64_t))
-                                PyBuffer_Release(&out_view)
-                        finally:
-                            free(out)
-                        return kept, maybe
-                    finally:
-                        if by_address:
-                            PyBuffer_Release(&blob_view)
-                            PyBuffer_Release(&ends_view)
-                finally:
-                    PyBuffer_Release(&signature_view)
-            finally:
-                PyBuffer_Release(&simhash_view)
-        finally:
-            PyBuffer_Release(&stored_view)
+        ids_view = _hold(ids, views, &held, 8, 0, "ids")
+        stored_view = _hold(stored, views, &held, 1, 0, "stored")
+        _check_widths(stored_view.len, signature_width, bands, rows)
+        simhash_at = <const uint64_t *>_hold(simhash_addresses, views, &held, 8, chunks, "simhash chunk addresses").buf
+        signature_at = <const uint64_t *>_hold(
+            signature_addresses, views, &held, 8, chunks, "signature chunk addresses"
+        ).buf
+        if by_address:
+            ends_at = <const uint64_t *>_hold(url_end_addresses, views, &held, 8, chunks, "url chunk addresses").buf
+            blob_view = _hold(url_blob, views, &held, 1, 0, "url blob")
+            blob = <const unsigned char *>blob_view.buf
+            blob_length = blob_view.len
+        n = ids_view.len // 8
+        rows_in = <const int64_t *>ids_view.buf
+        own = <const uint8_t *>stored_view.buf
+        for i in range(n):
+            if rows_in[i] < 0 or rows_in[i] >= n_rows:
+                raise IndexError(f"row {rows_in[i]} is not in the columns")
+        for i in range(n):
+            nd_prefetch(_row_at(simhash_at, rows_in[i], chunk_bits, 8))
+            nd_prefetch(_row_at(signature_at, rows_in[i], chunk_bits, signature_width))
+        out = <int64_t *>malloc(max(n, 1) * sizeof(int64_t))
+        if out == NULL:
+            raise MemoryError()
+        maybe = []
+        for i in range(n):
+            row = rows_in[i]
+            if _far(
+                simhash,
+                own,
+                (<const uint64_t *>_row_at(simhash_at, row, chunk_bits, 8))[0],
+                <const uint8_t *>_row_at(signature_at, row, chunk_bits, signature_width),
+                bands,
+                rows,
+                max_distance,
+            ):
+                if not by_address:
+                    continue
+                start = (<const int64_t *>_row_at(ends_at, row - 1, chunk_bits, 8))[0] if row else 0
+                end = (<const int64_t *>_row_at(ends_at, row, chunk_bits, 8))[0]
+                if start < 0 or end > blob_length or end - start < prefix_length:
+                    continue
+                if prefix_length and memcmp(blob + start, prefix, prefix_length) != 0:
+                    continue
+                maybe.append(row)
+            out[k] = row
+            k += 1
+        # all far, the usual case in a large index: no array to make
+        kept = np.empty(k, dtype=np.int64) if k else _NO_ROWS
+        if k:
+            PyObject_GetBuffer(kept, &out_view, PyBUF_ANY_CONTIGUOUS | PyBUF_WRITABLE)
+            memcpy(out_view.buf, out, k * sizeof(int64_t))
+            PyBuffer_Release(&out_view)
+        return kept, maybe
     finally:
-        PyBuffer_Release(&ids_view)
+        free(out)
+        _release_all(views, held)
