@@ -37,16 +37,11 @@ class Column:
         return sum(c.nbytes for c in self._chunks)
 
     @property
-    def chunks(self) -> list[npt.NDArray[Any]]:
-        """The chunks themselves (row ``r`` is row ``r % CHUNK_ROWS`` of chunk ``r >> CHUNK_BITS``),
-        for compiled readers; not to be modified."""
-        return self._chunks
-
-    @property
     def addresses(self) -> npt.NDArray[np.uint64]:
-        """Where each chunk's rows start in memory (``len(chunks)`` values), for compiled readers
-        that take a row in one load instead of a buffer request per chunk; valid while the
-        column lives (chunks are never moved or freed)."""
+        """Where each chunk's rows start in memory, one value per chunk (row ``r`` is row
+        ``r % CHUNK_ROWS`` of chunk ``r >> CHUNK_BITS``), for compiled readers that take a row in
+        one load instead of a buffer request per chunk; valid while the column lives (chunks
+        are never moved or freed)."""
         return self._addresses[: len(self._chunks)]
 
     def append(self, value: Any) -> int:
@@ -113,14 +108,9 @@ class BytesColumn:
         return self._blob
 
     @property
-    def end_chunks(self) -> list[npt.NDArray[np.int64]]:
-        """The chunks of the rows' end offsets into :attr:`blob` (row ``r`` spans
-        ``[end(r - 1), end(r))``, ``end(-1) = 0``), for compiled readers; not to be modified."""
-        return self._ends.chunks
-
-    @property
     def end_addresses(self) -> npt.NDArray[np.uint64]:
-        """:attr:`Column.addresses` of the end offsets' chunks."""
+        """:attr:`Column.addresses` of the rows' ``int64`` end offsets into :attr:`blob` (row ``r``
+        spans ``[end(r - 1), end(r))``, ``end(-1) = 0``)."""
         return self._ends.addresses
 
     def append(self, value: bytes) -> int:
