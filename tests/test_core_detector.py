@@ -148,6 +148,29 @@ def test_union_of_clusters_keeps_first_representative() -> None:
     assert v.status == "near" and v.duplicate_of == "http://h/a"
 
 
+def test_a_copy_of_a_merged_representative_joins_in_either_order() -> None:
+    """Y (a document) and X (Y rewritten in four places) are separate clusters; M (Y with two of
+    those rewrites) passes both and merges them. K, Y with a sentence added, passes Y but not X:
+    it joins the merged cluster whether it comes before or after M (Y was a representative, and
+    what a page joins must not depend on which merge came first)."""
+    y = words(400, 31)
+    rewritten = list(y)
+    for place, start in enumerate((40, 130, 220, 310)):
+        rewritten[start : start + 15] = words(15, 400 + place)
+    x = rewritten
+    m = x[:175] + y[175:]  # the first two rewrites of X, the rest of Y
+    k = y[:200] + words(6, 500) + y[200:]
+    pages = {"x": x, "y": y, "m": m, "k": k}
+    for order in (["x", "y", "m", "k"], ["x", "y", "k", "m"]):
+        det = NearDupDetector()
+        verdicts = {name: det.check(f"http://h/{name}", text=" ".join(pages[name])) for name in order}
+        assert verdicts["y"].status == "unique"  # X and Y are apart until M comes
+        assert "merged 1 cluster" in (verdicts["m"].reason or "")
+        clusters = {c["id"]: {member["url"] for member in c["members"]} for c in det.report()["clusters"]}
+        assert clusters["http://h/x"] == {f"http://h/{name}" for name in pages}, order
+        assert verdicts["k"].status == "near", order
+
+
 def test_short_pages_match_exactly_only() -> None:
     det = NearDupDetector(min_tokens=20)
     det.check("http://h/1", text="subscribe to read the full story today")

@@ -656,6 +656,7 @@ class NearDupDetector:
         known.prefetch(candidate_roots)
 
         floor = self.params.edit_floor
+        statuses = batch.statuses or ["near"] * len(batch)
         accepted: list[tuple[float, int, int, int, bool]] = []  # (similarity, -root, root, best_row, direct)
         for root in candidate_roots:
             rep = known.find(root)
@@ -673,7 +674,14 @@ class NearDupDetector:
                 member_to_rep >= self.params.strict_threshold
                 or (member_to_rep >= self.params.threshold and rep.similarity >= floor)
             )
-            if direct or via_member:
+            # A member that arrived first of its cluster (``unique``) and was merged in later was
+            # that cluster's representative: a page passing it would have joined it before the
+            # merge, so it joins it after the merge too (the verdict must not depend on whether
+            # the merge came first), still within the edit floor of the representative.
+            via_merged = rep.similarity >= floor and any(
+                roots[i] == root and ids[i] != root and statuses[i] == "unique" for i in reasons
+            )
+            if direct or via_member or via_merged:
                 accepted.append((rep.similarity, -root, root, best_row, direct))
         if not accepted:
             return _Match(
