@@ -23,6 +23,13 @@ with ``--cluster`` the ``redis-cluster`` variant too (a round trip there is one 
 (two round trips for every page), ``memory-2step`` the memory store without it::
 
     .venv/bin/python benchmarks/bench_storage.py --sizes '' --rounds 7 --variants memory,redis,redis-2rt
+
+``--hosts N`` times the mirror evidence read of a crawl over ``N`` hosts on Redis (each host a
+page of its own and a story it shares with a few others, as syndicated news is): the read the
+mirror decisions make (counters, then the rows of the hosts that copy most of what they have)
+against a read of every host's rows, per read and per page at one read per 500 pages::
+
+    .venv/bin/python benchmarks/bench_storage.py --sizes '' --variants '' --hosts 10000
 """
 
 from __future__ import annotations
@@ -290,6 +297,35 @@ def timing(urls: dict[str, str], limit: int, rounds: int, variants: list[str]) -
         )
 
 
+def mirror_reads(redis_url: str, hosts: int, reads: int = 5) -> None:
+    """Time the mirror evidence read over ``hosts`` hosts (module docstring)."""
+    import random
+
+    rng = random.Random(0)
+    vocabulary = [f"w{i}" for i in range(50_000)]
+    stories = [" ".join(rng.choices(vocabulary, k=120)) for _ in range(max(1, hosts // 4))]
+    store = RedisStorage(redis_url, prefix=f"neardup-bench-{uuid.uuid4().hex[:8]}")
+    det = NearDupDetector(storage=store)
+    try:
+        for h in range(hosts):
+            det.check(f"https://host{h}.example/own", text=" ".join(rng.choices(vocabulary, k=120)))
+            det.check(f"https://host{h}.example/story", text=rng.choice(stories))
+        min_pages, share = det.params.mirror_min_pages, det.params.mirror_share
+        for label, args in (("decisions' read", (min_pages, share / 2)), ("every host's rows", ())):
+            start = time.perf_counter()
+            for _ in range(reads):
+                evidence = store.mirror_evidence(*args)
+            each = (time.perf_counter() - start) / reads
+            print(
+                f"mirror evidence over {hosts} hosts, {label}: {each * 1e3:.1f} ms per read "
+                f"({len(evidence.shared)} hosts' rows), "
+                f"{each / 500 * 1e6:.0f} us per page at one read per 500 pages"
+            )
+    finally:
+        store.wipe()
+        det.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -305,6 +341,7 @@ def main() -> None:
         help="a Redis Cluster node url, or 'local' to start a 3+3 cluster on loopback",
     )
     parser.add_argument("--pages", type=int, default=1602, help="real pages for the timing")
+    parser.add_argument("--hosts", type=int, default=0, help="time the mirror evidence read over N hosts")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument(
         "--variants",
@@ -329,8 +366,10 @@ def main() -> None:
         if not redis_url:
             variants = [v for v in variants if not v.startswith("redis") or v == "redis-cluster"]
         urls = {"redis": redis_url or "", "redis-cluster": cluster_url or ""}
-        if redis_url or cluster_url:
+        if (redis_url or cluster_url) and variants:
             timing(urls, args.pages, args.rounds, variants)
+        if redis_url and args.hosts:
+            mirror_reads(redis_url, args.hosts)
     finally:
         if local is not None:
             local.stop()

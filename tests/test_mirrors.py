@@ -10,7 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup_scrapy.core import NearDupDetector
-from neardup_scrapy.core.mirrors import MirrorEvidence, MirrorLedger, mirror_pairs, undecided_pairs
+from neardup_scrapy.core.mirrors import (
+    MirrorEvidence,
+    MirrorLedger,
+    copies,
+    copies_most,
+    mirror_pairs,
+    read_evidence,
+    undecided_pairs,
+)
 
 
 def _from_scratch(
@@ -103,6 +111,54 @@ def _ev(
         shared=table,
         canonical=canon,
     )
+
+
+evidence_cases = st.tuples(
+    st.dictionaries(st.sampled_from("abcdefgh"), st.integers(1, 40), min_size=2),
+    st.dictionaries(st.tuples(st.sampled_from("abcdefgh"), st.sampled_from("abcdefgh")), st.integers(1, 30)),
+    st.dictionaries(st.tuples(st.sampled_from("abcdefgh"), st.sampled_from("abcdefgh")), st.integers(1, 5)),
+    st.integers(1, 8),
+    st.sampled_from([0.25, 0.5, 0.8]),
+)
+
+
+@given(evidence_cases)
+@settings(max_examples=400, deadline=None)
+def test_the_rows_read_are_all_the_decisions_need(
+    case: tuple[dict[str, int], dict[tuple[str, str], int], dict[tuple[str, str], int], int, float],
+) -> None:
+    """Evidence read with only the rows of the hosts that copy most of what they have and of the
+    hosts they share enough with decides every pair as the whole evidence does, at the share
+    read and above."""
+    documents, pairs, canonical, min_pages, share = case
+    hosts = set(documents)
+    full = _ev(
+        documents,
+        {(a, b): n for (a, b), n in pairs.items() if a < b and {a, b} <= hosts},
+        {(a, b): n for (a, b), n in canonical.items() if a != b and {a, b} <= hosts},
+    )
+    asked: list[list[str]] = []
+
+    def rows(wanted: list[str]) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
+        asked.append(wanted)
+        return (
+            {h: full.shared[h] for h in wanted if h in full.shared},
+            {h: full.canonical[h] for h in wanted if h in full.canonical},
+        )
+
+    part = read_evidence(full.documents, full.duplicated, rows, min_pages=min_pages, share=share)
+    assert len(asked) <= 2
+    for at in (share, min(1.0, 2 * share)):
+        assert mirror_pairs(part, min_pages, at) == mirror_pairs(full, min_pages, at)
+        assert undecided_pairs(part, min_pages, at) == undecided_pairs(full, min_pages, at)
+    for host in hosts:
+        if not copies_most(full, host, min_pages, share):
+            continue
+        assert part.shared.get(host) == full.shared.get(host)
+        for origin, n in full.shared.get(host, {}).items():
+            if n >= min_pages:
+                decided = copies(full, host, origin, min_pages, share)
+                assert copies(part, host, origin, min_pages, share) == decided
 
 
 def _pairs(ev: MirrorEvidence) -> set[tuple[str, str]]:

@@ -307,3 +307,27 @@ def test_pages_without_candidate_cost_one_round_trip(redis_url: tuple[str, str])
     # one script per page; a second (the commit) only for pages with candidates; fetch from the snapshot
     assert sorted(calls) == sorted(["lookup_or_insert"] * len(statuses) + ["commit"] * duplicates)
     det.close()
+
+
+def test_mirror_evidence_reads_the_rows_of_copying_hosts_only(redis_url: tuple[str, str]) -> None:
+    """Forty hosts that each share one story with others, and one host that copies ten of the
+    thirty pages of one origin: the evidence read for the mirror decision fetches the rows of the copy and its
+    origin, not of every host (a broad crawl has thousands), and the mirror is still named."""
+    store = RedisStorage(redis_url[0], prefix=redis_url[1])
+    det = NearDupDetector(storage=store)
+    story = " ".join(f"wire{i} report{i % 7}" for i in range(60))
+    for h in range(40):
+        det.check(f"https://site{h}.example/own", text=" ".join(f"own{h} word{i}" for i in range(120)))
+        det.check(f"https://site{h}.example/story", text=story)
+    for i in range(30):
+        text = " ".join(f"doc{i} term{j}" for j in range(120))
+        det.check(f"https://origin.example/{i}", text=text)
+        if i < 10:  # the origin has pages of its own beyond the copied ones
+            det.check(f"https://copy.example/{i}", text=text)
+    read: list[list[str]] = []
+    tables = store._mirror_tables
+    store._mirror_tables = lambda hosts: read.append(hosts) or tables(hosts)  # type: ignore[method-assign]
+    assert [(p.host, p.mirror_of) for p in det.mirror_pairs()] == [("copy.example", "origin.example")]
+    assert read == [["copy.example"], ["origin.example"]]
+    assert len(store.mirror_evidence().shared) == 42  # every host's rows, asked without thresholds
+    det.close()

@@ -282,8 +282,8 @@ class NearDupDetector:
 
     def mirror_pairs(self) -> list[MirrorPair]:
         """Every (mirror host, origin host) pair the index's evidence supports now."""
-        ev = self.storage.mirror_evidence()
-        return mirror_pairs(ev, self.params.mirror_min_pages, self.params.mirror_share)
+        min_pages, share = self.params.mirror_min_pages, self.params.mirror_share
+        return mirror_pairs(self.storage.mirror_evidence(min_pages, share), min_pages, share)
 
     def report(
         self,
@@ -544,7 +544,7 @@ class NearDupDetector:
         self._mirror_checked = pages
         self._evidence_changed = False
         min_pages, share = self.params.mirror_min_pages, self.params.mirror_share
-        ev = self.storage.mirror_evidence()
+        ev = self.storage.mirror_evidence(min_pages, _MIRROR_KEEP * share)  # the lowest share used
         strength = {(p.host, p.mirror_of): p.pages for p in mirror_pairs(ev, min_pages, share)}
         for host, origin in self._confirmed - set(strength):
             shared = ev.shared.get(host, {}).get(origin, 0)

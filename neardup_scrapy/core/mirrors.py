@@ -29,13 +29,17 @@ named as the origin of a host that also copies that copy's own origin.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 
 @dataclass
 class MirrorEvidence:
-    """Counters :func:`mirror_pairs` decides from (see the module docstring)."""
+    """Counters :func:`mirror_pairs` decides from (see the module docstring).
+
+    ``shared`` and ``canonical`` may hold only the hosts that decisions at some thresholds
+    read (:func:`read_evidence`); ``pages``, ``documents`` and ``duplicated`` hold every host.
+    """
 
     pages: dict[str, int] = field(default_factory=dict)
     documents: dict[str, int] = field(default_factory=dict)
@@ -56,6 +60,10 @@ class MirrorPair:
     mirror_of: str
     pages: int
     duplicate_share: float
+
+
+#: ``{host: {other host: count}}``: rows of ``shared`` or ``canonical``.
+Rows = dict[str, dict[str, int]]
 
 
 def _bump(row: dict[str, int], key: str, n: int) -> None:
@@ -144,21 +152,56 @@ class MirrorLedger:
         _bump(self.canonical.setdefault(host, {}), target, 1)
         self.dirty_hosts.add(host)
 
-    def evidence(self, pages: Mapping[str, int]) -> MirrorEvidence:
-        """The current evidence, with ``pages`` the counted pages of every host."""
-        return MirrorEvidence(
-            pages=dict(pages),
-            documents=dict(self.documents),
-            duplicated=dict(self.duplicated),
-            shared={h: dict(row) for h, row in self.shared.items() if row},
-            canonical={h: dict(row) for h, row in self.canonical.items() if row},
-        )
+    def evidence(self, pages: Mapping[str, int], min_pages: int = 0, share: float = 0.0) -> MirrorEvidence:
+        """The current evidence, with ``pages`` the counted pages of every host; the rows that
+        decisions at ``min_pages`` and ``share`` read (:func:`read_evidence`)."""
+
+        def rows(hosts: list[str]) -> tuple[Rows, Rows]:
+            shared = {h: dict(self.shared[h]) for h in hosts if self.shared.get(h)}
+            return shared, {h: dict(self.canonical[h]) for h in hosts if self.canonical.get(h)}
+
+        documents, duplicated = dict(self.documents), dict(self.duplicated)
+        return read_evidence(documents, duplicated, rows, min_pages=min_pages, share=share, pages=dict(pages))
 
     def clear_dirty(self) -> None:
         """Forget what changed (after a store persisted it)."""
         self.dirty_clusters.clear()
         self.dropped_clusters.clear()
         self.dirty_hosts.clear()
+
+
+def read_evidence(
+    documents: dict[str, int],
+    duplicated: dict[str, int],
+    read_tables: Callable[[list[str]], tuple[Rows, Rows]],
+    *,
+    min_pages: int = 0,
+    share: float = 0.0,
+    pages: dict[str, int] | None = None,
+) -> MirrorEvidence:
+    """The evidence with the ``shared`` and ``canonical`` rows that decisions at ``min_pages``
+    and at any share of at least ``share`` read, fetched with ``read_tables(hosts)`` (the rows
+    of those hosts that have any).
+
+    Every decision starts from a host that copies most of what it has (:func:`copies_most`, from
+    the per-host counters alone) and reads its rows, then the rows of the hosts it shares at
+    least ``min_pages`` documents with (their spread and canonical links). No other row is
+    read, so a crawl of many hosts reads the rows of the few that copy, in two requests, not
+    those of every host. ``min_pages = 0`` and ``share = 0`` read every host's rows.
+    """
+    ev = MirrorEvidence(pages=dict(pages or {}), documents=documents, duplicated=duplicated)
+    first = sorted(h for h in set(documents) | set(duplicated) if copies_most(ev, h, min_pages, share))
+    for hosts in (first, None):
+        if hosts is None:  # the second ring: whom the copying hosts share enough with
+            hosts = sorted(
+                {other for h in first for other, n in ev.shared.get(h, {}).items() if n >= min_pages}
+                - set(first)
+            )
+        if hosts:
+            shared, canonical = read_tables(hosts)
+            ev.shared.update(shared)
+            ev.canonical.update(canonical)
+    return ev
 
 
 def copies_most(ev: MirrorEvidence, host: str, min_pages: int, share: float) -> bool:

@@ -48,7 +48,8 @@ def build_report(
     counts = storage.host_counts()
     mirrors: list[dict[str, Any]] = []
     mirror_of: dict[str, str] = {}
-    for pair in mirror_pairs(storage.mirror_evidence(), params.mirror_min_pages, params.mirror_share):
+    min_pages, share = params.mirror_min_pages, params.mirror_share
+    for pair in mirror_pairs(storage.mirror_evidence(min_pages, share), min_pages, share):
         mirror_of.setdefault(pair.host, pair.mirror_of)  # strongest origin first
         mirrors.append(
             {

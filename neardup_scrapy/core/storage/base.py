@@ -299,8 +299,11 @@ class IndexStorage(Protocol):
     def host_counts(self) -> dict[str, HostCounts]:
         """Counters of every host."""
 
-    def mirror_evidence(self) -> MirrorEvidence:
-        """The mirror evidence of the whole index (see :mod:`neardup_scrapy.core.mirrors`)."""
+    def mirror_evidence(self, min_pages: int = 0, share: float = 0.0) -> MirrorEvidence:
+        """The mirror evidence of the whole index (see :mod:`neardup_scrapy.core.mirrors`):
+        every host's counters, and the ``shared`` and ``canonical`` rows that decisions at
+        ``min_pages`` and at any share of at least ``share`` read
+        (:func:`~neardup_scrapy.core.mirrors.read_evidence`; 0 and 0: every row)."""
 
     def clusters(self, max_clusters: int, max_members: int) -> tuple[dict[int, int], list[dict[str, Any]]]:
         """Clusters of two or more pages.

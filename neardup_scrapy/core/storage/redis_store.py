@@ -88,7 +88,7 @@ import numpy as np
 
 from neardup_scrapy.core.hashing import mix64
 from neardup_scrapy.core.minhash import STORED_DTYPE
-from neardup_scrapy.core.mirrors import MirrorEvidence
+from neardup_scrapy.core.mirrors import MirrorEvidence, read_evidence
 
 from .base import (
     BUCKET_CAP,
@@ -1076,24 +1076,23 @@ class RedisStorage:
                 setattr(counts, attr, int(value))
         return out, documents, duplicated
 
-    def mirror_evidence(self) -> MirrorEvidence:
-        """The mirror evidence of the whole shared index (see :mod:`neardup_scrapy.core.mirrors`)."""
+    def mirror_evidence(self, min_pages: int = 0, share: float = 0.0) -> MirrorEvidence:
+        """The mirror evidence of the whole shared index (see the protocol): the host counters in
+        one request, then the rows of the hosts the decisions read in one pipeline per ring."""
         counts, documents, duplicated = self._host_counters()
-        hosts = sorted(set(documents) | set(duplicated))
-        replies = self._mirror_tables(hosts) if hosts else []
-        shared: dict[str, dict[str, int]] = {}
-        canonical: dict[str, dict[str, int]] = {}
-        for k, host in enumerate(hosts):
-            for table, raw in ((shared, replies[2 * k]), (canonical, replies[2 * k + 1])):
-                if raw:
-                    table[host] = {_text(o): int(n) for o, n in raw.items()}
-        return MirrorEvidence(
-            pages={h: c.pages for h, c in counts.items()},
-            documents=documents,
-            duplicated=duplicated,
-            shared=shared,
-            canonical=canonical,
-        )
+
+        def rows(hosts: list[str]) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
+            replies = self._mirror_tables(hosts)
+            shared: dict[str, dict[str, int]] = {}
+            canonical: dict[str, dict[str, int]] = {}
+            for k, host in enumerate(hosts):
+                for table, raw in ((shared, replies[2 * k]), (canonical, replies[2 * k + 1])):
+                    if raw:
+                        table[host] = {_text(o): int(n) for o, n in raw.items()}
+            return shared, canonical
+
+        pages = {h: c.pages for h, c in counts.items()}
+        return read_evidence(documents, duplicated, rows, min_pages=min_pages, share=share, pages=pages)
 
     def _mirror_tables(self, hosts: list[str]) -> list[Any]:
         """Per host, its ``shared`` then its ``canonical`` hash (``{other host: count}``, raw)."""

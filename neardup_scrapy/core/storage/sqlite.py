@@ -564,9 +564,9 @@ class SQLiteStorage:
         """Counters of every host."""
         return {h: HostCounts(**vars(c)) for h, c in self._counts.items()}
 
-    def mirror_evidence(self) -> MirrorEvidence:
-        """The mirror evidence (see :mod:`neardup_scrapy.core.mirrors`)."""
-        return self._ledger.evidence({h: c.pages for h, c in self._counts.items()})
+    def mirror_evidence(self, min_pages: int = 0, share: float = 0.0) -> MirrorEvidence:
+        """The mirror evidence (see the protocol)."""
+        return self._ledger.evidence({h: c.pages for h, c in self._counts.items()}, min_pages, share)
 
     def clusters(self, max_clusters: int, max_members: int) -> tuple[dict[int, int], list[dict[str, Any]]]:
         """Size histogram of all clusters and the largest ones (see the protocol)."""
