@@ -190,17 +190,17 @@ def read_evidence(
     those of every host. ``min_pages = 0`` and ``share = 0`` read every host's rows.
     """
     ev = MirrorEvidence(pages=dict(pages or {}), documents=documents, duplicated=duplicated)
-    first = sorted(h for h in set(documents) | set(duplicated) if copies_most(ev, h, min_pages, share))
-    for hosts in (first, None):
-        if hosts is None:  # the second ring: whom the copying hosts share enough with
-            hosts = sorted(
-                {other for h in first for other, n in ev.shared.get(h, {}).items() if n >= min_pages}
-                - set(first)
-            )
+
+    def fetch(hosts: list[str]) -> None:
         if hosts:
             shared, canonical = read_tables(hosts)
             ev.shared.update(shared)
             ev.canonical.update(canonical)
+
+    copying = sorted(h for h in set(documents) | set(duplicated) if copies_most(ev, h, min_pages, share))
+    fetch(copying)
+    partners = {other for h in copying for other, n in ev.shared.get(h, {}).items() if n >= min_pages}
+    fetch(sorted(partners - set(copying)))
     return ev
 
 

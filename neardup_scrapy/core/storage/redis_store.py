@@ -88,7 +88,7 @@ import numpy as np
 
 from neardup_scrapy.core.hashing import mix64
 from neardup_scrapy.core.minhash import STORED_DTYPE
-from neardup_scrapy.core.mirrors import MirrorEvidence, read_evidence
+from neardup_scrapy.core.mirrors import MirrorEvidence, Rows, read_evidence
 
 from .base import (
     BUCKET_CAP,
@@ -1081,10 +1081,10 @@ class RedisStorage:
         one request, then the rows of the hosts the decisions read in one pipeline per ring."""
         counts, documents, duplicated = self._host_counters()
 
-        def rows(hosts: list[str]) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
+        def rows(hosts: list[str]) -> tuple[Rows, Rows]:
             replies = self._mirror_tables(hosts)
-            shared: dict[str, dict[str, int]] = {}
-            canonical: dict[str, dict[str, int]] = {}
+            shared: Rows = {}
+            canonical: Rows = {}
             for k, host in enumerate(hosts):
                 for table, raw in ((shared, replies[2 * k]), (canonical, replies[2 * k + 1])):
                     if raw:
