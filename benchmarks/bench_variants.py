@@ -301,7 +301,8 @@ def build(contents: list[dict[str, Any]], seed: int) -> list[dict[str, Any]]:
                 continue
             url = address(content["url"], kind, pattern, rng)
             while url in used:  # one url per page: a url seen again is a revisit, not a variant
-                url = address(content["url"], kind, "query", rng)
+                pattern = "query"
+                url = address(content["url"], kind, pattern, rng)
             used.add(url)
             pages.append(
                 {
