@@ -104,10 +104,14 @@ cdef inline const char *_row_at(const uint64_t *addresses, int64_t row, int chun
     return <const char *><uintptr_t>addresses[row >> chunk_bits] + (row & mask) * width
 
 
-cdef int _acquire(object obj, Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t at_least, str what) except -1:
-    """``obj``'s contiguous bytes (numpy array, bytes, bytearray) in ``view``, checked to hold
-    ``itemsize``-byte items, at least ``at_least`` of them. A raw buffer request: typed
+cdef Py_buffer *_hold(
+    object obj, Py_buffer *views, int *held, Py_ssize_t itemsize, Py_ssize_t at_least, str what
+) except NULL:
+    """``obj``'s contiguous bytes (numpy array, bytes, bytearray) in the next free one of
+    ``views``, counted in ``held`` (released, with the others, by :func:`_release_all`), checked
+    to hold ``itemsize``-byte items, at least ``at_least`` of them. A raw buffer request: typed
     memoryview arguments cost about 2,000 instructions each to set up, more than the loop."""
+    cdef Py_buffer *view = &views[held[0]]
     PyObject_GetBuffer(obj, view, PyBUF_ANY_CONTIGUOUS)
     cdef Py_ssize_t got_itemsize = view.itemsize, got_length = view.len
     if got_itemsize != itemsize or got_length // itemsize < at_least:
@@ -115,17 +119,8 @@ cdef int _acquire(object obj, Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t a
         raise ValueError(
             f"{what}: items of {got_itemsize} bytes, {got_length} in all; need {at_least} or more of {itemsize}"
         )
-    return 0
-
-
-cdef Py_buffer *_hold(
-    object obj, Py_buffer *views, int *held, Py_ssize_t itemsize, Py_ssize_t at_least, str what
-) except NULL:
-    """:func:`_acquire` into the next free one of ``views`` and count it in ``held``: a caller
-    holding several buffers releases them all in one place (:func:`_release_all`)."""
-    _acquire(obj, &views[held[0]], itemsize, at_least, what)
     held[0] += 1
-    return &views[held[0] - 1]
+    return view
 
 
 cdef void _release_all(Py_buffer *views, int held) noexcept:
