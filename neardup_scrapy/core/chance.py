@@ -72,12 +72,7 @@ class ChanceFilter:
             self.rows,
             self.max_distance,
         )
-        return self.not_found_by_address(far, urls)
-
-    def not_found_by_address(self, far: list[int], urls: Sequence[str]) -> list[int]:
-        """The rows of ``far`` (far by both sketches) whose url the page's address keys do not
-        find (``urls[i]`` is row ``i``'s url): the hits that share a block by chance."""
-        if self.by_address and far:
+        if self.by_address:  # a far row the page's address keys find is no chance hit
             return [i for i in far if not self.same_address(urls[i])]
         return far
 
