@@ -122,16 +122,21 @@ def transplant(content: dict[str, Any], template: dict[str, Any]) -> bytes:
         moved.insert(0, copied)
     moved.tail = region.tail
     region.getparent().replace(region, moved)
-    for meta in list(doc.iter("meta")):  # the bytes are written as UTF-8 below
+    title_el = doc.find(".//title")
+    if title_el is not None:
+        title_el.text = content["title"]
+    return utf8_document(doc)
+
+
+def utf8_document(doc: Any) -> bytes:
+    """``doc`` written as UTF-8 bytes, its own charset declarations replaced by UTF-8's."""
+    for meta in list(doc.iter("meta")):
         if meta.get("charset") or (meta.get("http-equiv") or "").lower() == "content-type":
             meta.drop_tree()
     head = doc.find("head")
     if head is not None:
         head.insert(0, lxml.html.Element("meta", charset="utf-8"))
-    title_el = doc.find(".//title")
-    if title_el is not None:
-        title_el.text = content["title"]
-    return lxml.html.tostring(doc, encoding="utf-8", doctype="<!DOCTYPE html>")
+    return bytes(lxml.html.tostring(doc, encoding="utf-8", doctype="<!DOCTYPE html>"))
 
 
 def load(path: Path, per_host: int) -> list[dict[str, Any]]:

@@ -40,7 +40,7 @@ from urllib.parse import urlsplit, urlunsplit
 import lxml.html
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_templates import SHARED, load, prepare
+from bench_templates import SHARED, load, prepare, utf8_document
 
 from neardup_scrapy.core import NearDupDetector
 
@@ -249,13 +249,7 @@ class Maker:
                 part(doc, region)
         elif not getattr(self, kind)(doc, region):
             return None
-        for meta in list(doc.iter("meta")):  # written as UTF-8 below
-            if meta.get("charset") or (meta.get("http-equiv") or "").lower() == "content-type":
-                meta.drop_tree()
-        head = doc.find("head")
-        if head is not None:
-            head.insert(0, _element('<meta charset="utf-8">'))
-        return bytes(lxml.html.tostring(doc, encoding="utf-8", doctype="<!DOCTYPE html>"))
+        return utf8_document(doc)
 
 
 QUERIES: list[Callable[[random.Random], str]] = [
