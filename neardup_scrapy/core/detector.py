@@ -53,7 +53,7 @@ from .storage.base import (
 )
 from .storage.memory import MemoryStorage
 from .verdict import Status, Verdict
-from .verify import PairRule
+from .verify import PairRule, measured_similarity
 
 logger = logging.getLogger(__name__)
 
@@ -597,11 +597,10 @@ class NearDupDetector:
             alive = (batch.added >= time.time() - self.params.ttl).tolist()
         else:
             alive = [True] * len(batch)
-        similarity = estimate_jaccard(sketch.stored, batch.signatures)
-        distance = hamming_many(sketch.simhash, batch.simhashes)
-        sims, dists = similarity.tolist(), distance.tolist()
+        known = _Rows(self.storage, sketch, batch, self.params.shingle_size)
         roots, ids = batch.roots.tolist(), batch.ids.tolist()
-        known = _Rows(self.storage, sketch, batch, sims, dists)
+        sims = [known.find(doc_id).similarity for doc_id in ids]
+        dists = [known.find(doc_id).hamming for doc_id in ids]
 
         for i, other in enumerate(batch.urls):
             if other == url and alive[i] and self._url_identity:
@@ -616,18 +615,39 @@ class NearDupDetector:
                     before=batch.statuses[i] if batch.statuses else "unique",
                 )
 
-        exact_rows = [i for i, d in enumerate(batch.digests) if d == sketch.digest and alive[i]]
+        # Identical text is one document when the names allow it (rule 0: identical text is
+        # beyond doubt once long enough to identify a document).
+        exact_rows = [
+            i
+            for i, d in enumerate(batch.digests)
+            if d == sketch.digest
+            and alive[i]
+            and self._rule.identity(1.0, profiles=(sketch.profile, known.profile(ids[i])), urls=(url, batch.urls[i]))
+        ]
         if exact_rows:
             row = min(exact_rows, key=lambda i: (roots[i], ids[i]))
             rep = known.find(roots[row])
+            if any(ids[i] == roots[i] for i in exact_rows if roots[i] == roots[row]):
+                # ``exact`` says the text is the representative's, as compared
+                return _Match(
+                    "exact",
+                    root=roots[row],
+                    root_url=rep.url,
+                    similarity=1.0,
+                    hamming=0,
+                    matched_url=rep.url,
+                    reason="identical main text",
+                )
+            # the same text as a member that joined by a rule below ``exact``: the page joins
+            # that member's cluster, as near as the member is to the representative
             return _Match(
-                "exact",
+                "near",
                 root=roots[row],
                 root_url=rep.url,
                 similarity=rep.similarity,
                 hamming=rep.hamming,
                 matched_url=batch.urls[row],
-                reason="identical main text",
+                reason=f"identical main text with {batch.urls[row]}, a member of the cluster",
             )
         # A page too short for shingles is matched exactly, or as another view of its own
         # address (verification rule 6, measured by alignment), in whichever order pages come.
@@ -666,7 +686,12 @@ class NearDupDetector:
             direct = verdict is not None
             best_row = max((i for i in reasons if roots[i] == root), key=lambda i: (sims[i], -ids[i]))
             member = known.find(ids[best_row])
-            member_to_rep = float(estimate_jaccard(member.signature, rep.signature)[0])
+            member_to_rep = measured_similarity(
+                float(estimate_jaccard(member.signature, rep.signature)[0]),
+                member.profile,
+                rep.profile,
+                self.params.shingle_size,
+            )
             # The chaining guard keeps a cluster from drifting along a chain of resemblances; a
             # member near-identical to its representative (an exact copy: a mirror seen first)
             # stands for it, so the page's verdict with that member holds for the cluster.
@@ -722,24 +747,21 @@ class _Doc:
 
 class _Rows:
     """The pages a decision compares with, by id: the candidate batch, plus cluster
-    representatives fetched from the store on demand."""
+    representatives fetched from the store on demand; each with its similarity to the page
+    (:func:`~.verify.measured_similarity`: exact between short pages, else estimated)."""
 
-    def __init__(
-        self, storage: IndexStorage, sketch: Sketch, batch: DocBatch, sims: list[float], dists: list[int]
-    ) -> None:
+    def __init__(self, storage: IndexStorage, sketch: Sketch, batch: DocBatch, shingle_size: int) -> None:
         self._storage = storage
         self._sketch = sketch
+        self._shingle_size = shingle_size
         self._docs: dict[int, _Doc] = {}
-        self._add(batch, sims, dists)
+        self._add(batch)
 
     def prefetch(self, doc_ids: list[int]) -> None:
         """Fetch, in one call, the pages of ``doc_ids`` not at hand."""
         missing = [d for d in doc_ids if d not in self._docs]
         if missing:
-            batch = self._storage.fetch(np.array(missing, dtype=np.int64))
-            sims = estimate_jaccard(self._sketch.stored, batch.signatures).tolist()
-            dists = hamming_many(self._sketch.simhash, batch.simhashes).tolist()
-            self._add(batch, sims, dists)
+            self._add(self._storage.fetch(np.array(missing, dtype=np.int64)))
 
     def find(self, doc_id: int) -> _Doc:
         """Page ``doc_id``, fetched if needed."""
@@ -751,11 +773,15 @@ class _Rows:
         """The profile of a page of the batch."""
         return self._docs[doc_id].profile
 
-    def _add(self, batch: DocBatch, sims: list[float], dists: list[int]) -> None:
+    def _add(self, batch: DocBatch) -> None:
+        sims = estimate_jaccard(self._sketch.stored, batch.signatures).tolist()
+        dists = hamming_many(self._sketch.simhash, batch.simhashes).tolist()
         profiles = batch.profiles or [b""] * len(batch)
+        own = self._sketch.profile
         for i, doc_id in enumerate(batch.ids.tolist()):
+            similarity = measured_similarity(sims[i], own, profiles[i], self._shingle_size)
             self._docs[doc_id] = _Doc(
-                batch.urls[i], batch.hosts[i], sims[i], dists[i], profiles[i], batch.signatures[i]
+                batch.urls[i], batch.hosts[i], similarity, dists[i], profiles[i], batch.signatures[i]
             )
 
 

@@ -12,11 +12,12 @@ SHINGLE_KINDS = ("word", "char")
 
 #: Bumped whenever hashing, shingling or key layout changes, so an old store refuses to open.
 HASH_SCHEME = (
-    "native-v1:mr64/seed;tokens-nfkc-nospace-chars-dates;heading-numbers-joined;minhash-oph-densified-b8;"
+    "native-v1:mr64/seed;tokens-nfkc-nospace-chars-dates;names-qualified-joined;minhash-oph-densified-b8;"
     "simhash-bytelanes;keys-u64/v4"
 )
-#: Bumped whenever the stored record changes (v2: page profiles, url keys, mirror evidence).
-FORMAT_VERSION = 2
+#: Bumped whenever the stored record changes (v2: page profiles, url keys, mirror evidence; v3:
+#: profiles keep short pages' tokens and mark numbers in names).
+FORMAT_VERSION = 3
 
 
 class ParameterError(ValueError):

@@ -39,10 +39,18 @@ their own address (rule 6, measured by alignment). With
 
 from __future__ import annotations
 
+import math
 import re
 from urllib.parse import urlsplit
 
-from .native.sketch import edit_regions, heads_agree, profile_tokens
+from .native.sketch import (
+    NAMES_AGREE,
+    NAMES_DIFFER_IN_NUMBERS,
+    edit_regions,
+    exact_similarity,
+    names_relation,
+    profile_tokens,
+)
 from .params import DetectorParams
 from .sketch import resource_of
 
@@ -53,32 +61,75 @@ MAX_REVISED_REGIONS = 2
 #: ... holding at most this share of either text: most of a revised copy is unchanged, in order
 #: (text rewritten throughout aligns as one place that holds all of it).
 MAX_REVISED_SHARE = 0.4
-_VERSION_RE = re.compile(r"\d+(?:\.\d+)+")
+#: A version number: digits joined by dots (``2.24``, ``3.19.3``), or digits after a ``v`` (``v2``).
+_VERSION_RE = re.compile(r"(?<![\w.])[vV]?\d+(?:\.\d+)+|(?<![^\W\d_])[vV]\d+\b")
+_DIGITS_RE = re.compile(r"\d+")
+#: Texts shorter than this many tokens do not identify a document by themselves: what two such
+#: pages of one site share is mostly template, and their names tell them apart (a generated page
+#: of a few dozen words is its heading and a sentence or two).
+IDENTITY_TOKENS = 50
+#: Standard errors by which a similarity estimate must clear a bound to be beyond doubt.
+_CONFIDENCE_Z = 2.0
+_INDEX_RE = re.compile(r"(?:index|default)(?:\.\w+)?", re.IGNORECASE)
+_EXTENSION_RE = re.compile(r"\.(?:s?html?|xhtml|php\d?|aspx?|jsp|cgi)$", re.IGNORECASE)
+_WORD_RE = re.compile(r"[^\W_]+")
 
 
 def release_key(url: str) -> tuple[str, str] | None:
-    """``(host, path with its version numbers blanked)``, or ``None`` when the path has none."""
+    """``(host, path with its numbers blanked)`` when the path holds a version number (see
+    ``_VERSION_RE``), else ``None``."""
     try:
         parts = urlsplit(url)
     except ValueError:
         return None
     path = parts.path
-    blanked = _VERSION_RE.sub("#", path)
-    if blanked == path:
+    if not _VERSION_RE.search(path):
         return None
-    return (parts.netloc.lower(), blanked)
+    return (parts.netloc.lower(), _DIGITS_RE.sub("#", path))
 
 
 def other_release(url_a: str, url_b: str) -> bool:
-    """Whether two urls name one document at two releases: their paths differ, and only in
-    version numbers (a query added to one path is a view of the same release, rule 6)."""
+    """Whether two urls name one document at two releases: their paths differ only in numbers,
+    and a version number among them differs (``/gtk2/2.24/`` and ``/gtk3/3.24/``, ``/v2.66/``
+    and ``/v2.74/``, ``gcc-11.3.0`` and ``gcc-12.2.0``; not ``/page/2`` and ``/page/3``). A query
+    added to one path is a view of the same release (rule 6)."""
     try:
-        if urlsplit(url_a).path == urlsplit(url_b).path:
-            return False
+        path_a, path_b = urlsplit(url_a).path, urlsplit(url_b).path
     except ValueError:
         return False
+    if path_a == path_b:
+        return False
     key = release_key(url_a)
-    return key is not None and key == release_key(url_b)
+    if key is None or key != release_key(url_b):
+        return False
+    return _VERSION_RE.findall(path_a) != _VERSION_RE.findall(path_b)
+
+
+def address_name(url: str) -> tuple[str, frozenset[str]] | None:
+    """``(host, words of the last segment of the path)``: the name a site gives a page in its
+    address. Path parameters (``;jsessionid=...``), an index file (``index.html``: its
+    directory names it) and the file extension are left out. ``None`` for an unreadable url."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    segments = [segment.split(";", 1)[0] for segment in parts.path.split("/")]
+    segments = [segment for segment in segments if segment]
+    while segments and _INDEX_RE.fullmatch(segments[-1]):
+        segments.pop()
+    last = _EXTENSION_RE.sub("", segments[-1]) if segments else ""
+    return parts.netloc.lower(), frozenset(word.lower() for word in _WORD_RE.findall(last))
+
+
+def addresses_differ(url_a: str, url_b: str) -> bool:
+    """Whether one site names two pages differently in their addresses: same host, and neither
+    last path segment's words hold the other's (``method.Dialog.response`` and
+    ``vfunc.Dialog.response`` differ; ``story`` and ``story.amp``, or a print view under
+    ``/printable/`` of the same file, do not)."""
+    a, b = address_name(url_a), address_name(url_b)
+    if a is None or b is None or a[0] != b[0]:
+        return False
+    return not (a[1] <= b[1] or b[1] <= a[1])
 
 
 def edit_places(profile_a: bytes, profile_b: bytes) -> tuple[int, bool, float] | None:
@@ -124,6 +175,16 @@ def held_in_order(profile_a: bytes, profile_b: bytes) -> float:
     return max(0.0, 1.0 - sum(region[side] for region in aligned[1]) / totals[side])
 
 
+def measured_similarity(estimate: float, profile_a: bytes, profile_b: bytes, shingle_size: int) -> float:
+    """The similarity verdicts use: exact for two short pages (their profiles keep their tokens),
+    else the MinHash estimate."""
+    if profile_a and profile_b:
+        exact = exact_similarity(profile_a, profile_b, shingle_size)
+        if exact >= 0.0:
+            return exact
+    return estimate
+
+
 class PairRule:
     """The near-duplicate rule (module docstring) for one set of :class:`DetectorParams`."""
 
@@ -133,6 +194,36 @@ class PairRule:
         self.strict = params.strict_threshold
         self.edit_floor = params.edit_floor
         self.release_floor = params.release_floor
+
+    def identity(self, similarity: float, *, profiles: tuple[bytes, bytes], urls: tuple[str, str]) -> bool:
+        """Whether two pages may be one document as far as their names go (rule 0).
+
+        Pages whose names differ (:func:`~.native.sketch.names_relation`), or which one site
+        names differently in their addresses (:func:`addresses_differ`), are different
+        documents, unless their texts are the same beyond doubt: each long enough to identify a
+        document (``IDENTITY_TOKENS``) and ``J >= strict`` exactly (short pages) or by an
+        estimate that clears it by two standard errors (the same item published under two
+        names). Names that differ in a number alone (another release, part or chapter) are never
+        overruled by the text: the number is what the page is.
+        """
+        profile_a, profile_b = profiles
+        relation = names_relation(profile_a, profile_b) if profile_a and profile_b else NAMES_AGREE
+        if relation == NAMES_AGREE and not addresses_differ(*urls):
+            return True
+        if relation == NAMES_DIFFER_IN_NUMBERS:
+            return False
+        return self.beyond_doubt(similarity, profile_a, profile_b)
+
+    def beyond_doubt(self, similarity: float, profile_a: bytes, profile_b: bytes) -> bool:
+        """Whether two texts are the same beyond doubt (see :meth:`identity`)."""
+        if not (profile_a and profile_b):
+            return False
+        if min(profile_tokens(profile_a), profile_tokens(profile_b)) < IDENTITY_TOKENS:
+            return False
+        if exact_similarity(profile_a, profile_b, self.params.shingle_size) >= 0.0:
+            return similarity >= self.strict  # measured exactly (short pages)
+        error = math.sqrt(max(similarity * (1.0 - similarity), 0.0) / self.params.num_perm)
+        return similarity - _CONFIDENCE_Z * error >= self.strict
 
     def judge(
         self,
@@ -150,13 +241,13 @@ class PairRule:
         profile_a, profile_b = profiles
         url_a, url_b = urls
         simhash_mode = self.params.algorithm == "simhash"
-        if not simhash_mode and similarity >= self.strict:
-            return f"J~{similarity:.2f}: near-identical text"
         close = hamming <= self.params.simhash_distance if simhash_mode else similarity >= self.threshold
         if close and other_release(url_a, url_b):
             return f"J~{similarity:.2f}: the same document at another release"
-        if profile_a and profile_b and not heads_agree(profile_a, profile_b):
+        if not self.identity(similarity, profiles=profiles, urls=urls):
             return None
+        if not simhash_mode and similarity >= self.strict:
+            return f"J~{similarity:.2f}: near-identical text"
         if close:
             if simhash_mode:
                 return f"H={hamming}: same heading, close fingerprints"
@@ -184,7 +275,7 @@ class PairRule:
         url_a, url_b = urls
         if url_a == url_b or resource_of(url_a) != resource_of(url_b) or not (profile_a and profile_b):
             return None
-        if not heads_agree(profile_a, profile_b):
+        if names_relation(profile_a, profile_b) != NAMES_AGREE:
             return None
         held = self.containment(similarity, profile_tokens(profile_a), profile_tokens(profile_b))
         if held < self.threshold:  # too short for shingles, or a view holding less of them

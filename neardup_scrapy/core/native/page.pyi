@@ -11,6 +11,8 @@ class PageSketch:
     keys: bytes
     profile: bytes
     canonical: str
+    heading: bytes
+    title: bytes
 
 class NativeAnalyzer:
     def __init__(

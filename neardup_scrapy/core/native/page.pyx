@@ -44,6 +44,8 @@ cdef class PageSketch:
         keys: the bucket keys, little-endian uint64 (digest, bands, SimHash tables).
         profile: the verification profile (edit sketch and heading words).
         canonical: the page's ``<link rel=canonical>`` href, ``""`` when none.
+        heading: the text of the page's heading as the extractor found it (UTF-8), ``b""`` when none.
+        title: the text of its ``<title>`` (UTF-8), ``b""`` when none.
     """
 
     cdef readonly str status
@@ -55,6 +57,8 @@ cdef class PageSketch:
     cdef readonly bytes keys
     cdef readonly bytes profile
     cdef readonly str canonical
+    cdef readonly bytes heading
+    cdef readonly bytes title
 
 
 cdef class NativeAnalyzer:
@@ -106,7 +110,7 @@ cdef class NativeAnalyzer:
         page.status = status
         page.canonical = canonical_src.decode("utf-8", "replace").strip() if canonical_src else ""
         page.tokens = <long>self.toks.len
-        page.text = b""
+        page.text = page.heading = page.title = b""
         page.digest = page.signature = page.keys = page.profile = b""
         page.simhash = 0
         if status != "ok":
@@ -161,10 +165,10 @@ cdef class NativeAnalyzer:
         self.tokenizer.tokenize(self.extractor.out.data, self.extractor.out.len, &self.toks)
         if self.extractor.heading.len:
             self.tokenizer.tokenize(self.extractor.heading.data, self.extractor.heading.len, &self.heading)
-            self.tokenizer.join_numbers(&self.heading)
+            self.tokenizer.join_names(&self.heading)
         if self.extractor.title.len:
             self.tokenizer.tokenize(self.extractor.title.data, self.extractor.title.len, &self.title)
-            self.tokenizer.join_numbers(&self.title)
+            self.tokenizer.join_names(&self.title)
         return 0
 
     cdef PageSketch _analyze(self, int status, double deadline, host_salt):
@@ -188,6 +192,8 @@ cdef class NativeAnalyzer:
             host_salt is not None,
         )
         page.text = PyBytes_FromStringAndSize(<char *>ex.out.data, ex.out.len)
+        page.heading = PyBytes_FromStringAndSize(<char *>ex.heading.data, ex.heading.len)
+        page.title = PyBytes_FromStringAndSize(<char *>ex.title.data, ex.title.len)
         return page
 
     def analyze_text(self, str text, host_salt=None):

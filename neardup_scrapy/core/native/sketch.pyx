@@ -15,8 +15,9 @@
   band's values with odd seeded multipliers) and one per SimHash block table (the fingerprint
   masked to the table's blocks); the top 8 bits name the table.
 * **Profile** (variable length, see :func:`build_profile`): what verification needs besides
-  the MinHash: a content-defined chunking of the token sequence (the *edit sketch*) and the
-  word hashes of the page's heading and title.
+  the MinHash: a content-defined chunking of the token sequence (the *edit sketch*), the
+  word hashes of the page's heading and title, and, for a short page, its whole token sequence
+  (16 bits a token), so that short pages are compared exactly.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -42,13 +43,21 @@ cdef uint64_t _LOW56 = (1ULL << 56) - 1
 cdef uint32_t _EMPTY = 0xFFFFFFFFU
 
 cdef enum:
-    _PROFILE_VERSION = 1
+    _PROFILE_VERSION = 2
     _CHUNKS = 32
+    _SHORT_TOKENS = 256
 #: Profile format version (first byte of every profile).
 PROFILE_VERSION = _PROFILE_VERSION
 #: Average chunks per page of the edit sketch: a page of ``n`` tokens is cut at level
 #: ``L = ceil(log2(n / CHUNKS))``, so chunks hold ``2**L`` tokens on average.
 CHUNKS = _CHUNKS
+#: Pages of at most this many tokens keep their token sequence in the profile (16 bits a token):
+#: their Jaccard similarity and their edits are computed exactly, not estimated. A MinHash of
+#: ``K = 128`` bins estimates ``J`` with a standard error of ``sqrt(J (1 - J) / K)`` whatever the
+#: page's size (0.02 at 0.95), and a short page fills fewer bins than it has (densified bins
+#: repeat others), so its estimate is the least certain where one differing word is most of
+#: what tells two pages apart.
+SHORT_TOKENS = _SHORT_TOKENS
 cdef int _MAX_CHUNKS = 255
 cdef int _MAX_WORDS = 32
 cdef uint32_t _CHUNK_BASE = 0x5BD1  # odd multiplier of the chunk hashes (mod 2**15)
@@ -314,7 +323,10 @@ cdef class Sketcher:
 # -- the profile ---------------------------------------------------------------------------------------
 # Layout (little-endian): u8 version, u8 level, u16 chunk count, per chunk u16 (hash in the low 15
 # bits, bit 15 set when the chunk also ends at the next level) and u16 token length; then u8
-# heading-word count, u8 title-word count and the sorted distinct u16 word hashes of each.
+# heading-word count, u8 title-word count and the sorted distinct u16 word hashes of each (bit 15
+# set on a number: a word of digits, or digits joined by dots); then u16 token count and, for a
+# page of at most SHORT_TOKENS tokens, the top 16 bits of each token hash in order (count 0 for a
+# longer page).
 
 cdef inline uint32_t _pow_mod15(uint32_t base, uint32_t e) noexcept nogil:
     cdef uint32_t result = 1
@@ -415,6 +427,15 @@ cdef int build_profile(const uint64_t *tokens, size_t n, const uint64_t *heading
     bytebuf_append(out, <unsigned char *>words, 2 * nw)
     if bytebuf_append(out, <unsigned char *>words2, 2 * nw2) < 0:
         raise MemoryError()
+    cdef uint16_t short_count = <uint16_t>n if n <= _SHORT_TOKENS else 0
+    cdef uint16_t top
+    cdef size_t k
+    if bytebuf_append(out, <unsigned char *>&short_count, 2) < 0:
+        raise MemoryError()
+    for k in range(short_count):
+        top = <uint16_t>(tokens[k] >> 48)
+        if bytebuf_append(out, <unsigned char *>&top, 2) < 0:
+            raise MemoryError()
     return 0
 
 
@@ -426,6 +447,8 @@ cdef struct Profile:
     int nt
     const uint16_t *heading
     const uint16_t *title
+    int ntok                 # tokens kept (a short page), else 0
+    const uint16_t *tokens
 
 
 cdef int _parse(bytes data, Profile *p) except -1:
@@ -445,6 +468,13 @@ cdef int _parse(bytes data, Profile *p) except -1:
         raise ValueError("truncated page profile")
     p.heading = <const uint16_t *>(s + at + 2)
     p.title = <const uint16_t *>(s + at + 2 + 2 * p.nh)
+    at += 2 + 2 * (p.nh + p.nt)
+    if n < at + 2:
+        raise ValueError("truncated page profile")
+    p.ntok = s[at] | (s[at + 1] << 8)
+    if n < at + 2 + 2 * p.ntok:
+        raise ValueError("truncated page profile")
+    p.tokens = <const uint16_t *>(s + at + 2)
     return 0
 
 
@@ -459,12 +489,24 @@ def profile_tokens(bytes profile):
     return total
 
 
-cdef bint _same_words(const uint16_t *a, int na, const uint16_t *b, int nb) noexcept:
+cdef bint _same_words(const uint16_t *a, int na, const uint16_t *b, int nb, uint16_t ignore) noexcept:
     """Two word sets name the same thing: one holds the other (a title decorated with a site
-    name), or they share 80% of their words."""
-    cdef int i = 0, j = 0, common = 0
+    name), or they share 80% of their words. Words with bit ``ignore`` set are left out (an empty
+    set then names nothing, and agrees)."""
+    cdef int i = 0, j = 0, common = 0, ka = 0, kb = 0
+    for i in range(na):
+        ka += not (a[i] & ignore)
+    for j in range(nb):
+        kb += not (b[j] & ignore)
+    if ka == 0 or kb == 0:
+        return True
+    i = j = 0
     while i < na and j < nb:
-        if a[i] == b[j]:
+        if a[i] & ignore:
+            i += 1
+        elif b[j] & ignore:
+            j += 1
+        elif a[i] == b[j]:
             common += 1
             i += 1
             j += 1
@@ -472,39 +514,156 @@ cdef bint _same_words(const uint16_t *a, int na, const uint16_t *b, int nb) noex
             i += 1
         else:
             j += 1
-    return common == na or common == nb or common * 5 >= 4 * (na + nb - common)
+    return common == ka or common == kb or common * 5 >= 4 * (ka + kb - common)
+
+
+cdef int _names(const Profile *pa, const Profile *pb, uint16_t ignore) noexcept:
+    """1 when the two pages' names (headings, titles) agree, 0 when they name different things,
+    -1 when no comparison can be made (see :func:`names_relation`)."""
+    cdef bint made = False, like = True
+    if pa.nh and pb.nh:
+        made = True
+        like = _same_words(pa.heading, pa.nh, pb.heading, pb.nh, ignore)
+    if pa.nt and pb.nt:
+        made = True
+        like = like and _same_words(pa.title, pa.nt, pb.title, pb.nt, ignore)
+    if made and like:
+        return 1
+    if pa.nh and pb.nt:
+        made = True
+        if _same_words(pa.heading, pa.nh, pb.title, pb.nt, ignore):
+            return 1
+    if pa.nt and pb.nh:
+        made = True
+        if _same_words(pa.title, pa.nt, pb.heading, pb.nh, ignore):
+            return 1
+    return 0 if made else -1
+
+
+#: :func:`names_relation` results.
+NAMES_AGREE = 0
+NAMES_DIFFER = 1
+NAMES_DIFFER_IN_NUMBERS = 2
+
+
+def names_relation(bytes a, bytes b):
+    """How two pages' names relate: ``NAMES_AGREE``, ``NAMES_DIFFER`` or ``NAMES_DIFFER_IN_NUMBERS``.
+
+    A page's names are its heading (first ``<h1>``, else a title-classed element) and its
+    ``<title>``; a qualified name (``scipy.sparse.csr_matrix.mean``) or a dotted number is one
+    word. Like is compared with like: heading with heading, title with title, each made where
+    both pages have one; the names agree when every such comparison finds the same words
+    (``_same_words``). Where one does not (a copy in another template, whose heading is the
+    original's ``<title>``), a page's heading compared with the other's title may still find
+    them. They differ when comparisons were made and none of these agrees; they differ *in
+    numbers* when leaving out the numbers (version, part or chapter numbers) makes the
+    like-for-like comparisons agree: another release, part or chapter of a document.
+    """
+    cdef Profile pa, pb
+    _parse(a, &pa)
+    _parse(b, &pb)
+    if _names(&pa, &pb, 0) != 0:
+        return NAMES_AGREE
+    if _names(&pa, &pb, 0x8000) == 1:
+        return NAMES_DIFFER_IN_NUMBERS
+    return NAMES_DIFFER
 
 
 def heads_agree(bytes a, bytes b):
-    """Whether two pages' headings allow them to be one document.
+    """Whether two pages' names allow them to be one document (:func:`names_relation` is
+    ``NAMES_AGREE``)."""
+    return names_relation(a, b) == NAMES_AGREE
 
-    A page's identity is its heading (first ``<h1>``, else title-classed element); ``<title>`` is
-    a second name, often decorated with the site's. Headings are compared with headings, and a
-    heading with the other page's title (a copy that titles itself with the original's
-    ``<title>``); titles with titles only when a page has no heading. The pages agree when any
-    comparison made finds the same words (:func:`_same_words`), or when none can be made.
-    """
+
+cdef int _token_shingles(const uint16_t *t, int n, int k, uint64_t *out) noexcept nogil:
+    """The shingles of ``k`` consecutive 16-bit tokens (one of all when ``n < k``), sorted and
+    distinct; returns their count."""
+    cdef int i, j, count = 0, width = k if k < n else n
+    cdef uint64_t acc
+    for i in range(n - width + 1):
+        acc = 0
+        for j in range(width):
+            acc = mix64(acc * _PRIME ^ t[i + j])
+        out[count] = acc
+        count += 1
+    _sort_u64(out, count)
+    j = 0
+    for i in range(count):
+        if i == 0 or out[i] != out[j - 1]:
+            out[j] = out[i]
+            j += 1
+    return j
+
+
+cdef void _sort_u64(uint64_t *a, int n) noexcept nogil:
+    """Insertion sort into runs of 16, then bottom-up merges through a stack buffer (n <= 256)."""
+    cdef int i, j, width, lo, mid, hi, x, y, z
+    cdef uint64_t v
+    cdef uint64_t tmp[_SHORT_TOKENS]
+    lo = 0
+    while lo < n:
+        hi = lo + 16 if lo + 16 < n else n
+        for i in range(lo + 1, hi):
+            v = a[i]
+            j = i - 1
+            while j >= lo and a[j] > v:
+                a[j + 1] = a[j]
+                j -= 1
+            a[j + 1] = v
+        lo += 16
+    width = 16
+    while width < n:
+        lo = 0
+        while lo < n:
+            mid = lo + width if lo + width < n else n
+            hi = lo + 2 * width if lo + 2 * width < n else n
+            x, y, z = lo, mid, 0
+            while x < mid and y < hi:
+                if a[x] <= a[y]:
+                    tmp[z] = a[x]
+                    x += 1
+                else:
+                    tmp[z] = a[y]
+                    y += 1
+                z += 1
+            while x < mid:
+                tmp[z] = a[x]
+                x += 1
+                z += 1
+            while y < hi:
+                tmp[z] = a[y]
+                y += 1
+                z += 1
+            memcpy(a + lo, tmp, z * sizeof(uint64_t))
+            lo += 2 * width
+        width *= 2
+
+
+def exact_similarity(bytes a, bytes b, int shingle_size):
+    """The exact Jaccard similarity of two short pages' shingles of ``shingle_size`` tokens,
+    from the token sequences their profiles keep; ``-1.0`` when either page is too long to
+    keep it (see ``SHORT_TOKENS``). Tokens are their hashes' top 16 bits: two different
+    shingles collide with probability about ``2^-16`` per differing token."""
     cdef Profile pa, pb
-    cdef bint made = False
+    cdef uint64_t sa[_SHORT_TOKENS]
+    cdef uint64_t sb[_SHORT_TOKENS]
+    cdef int na, nb, i = 0, j = 0, common = 0
     _parse(a, &pa)
     _parse(b, &pb)
-    if pa.nh and pb.nh:
-        made = True
-        if _same_words(pa.heading, pa.nh, pb.heading, pb.nh):
-            return True
-    if pa.nh and pb.nt:
-        made = True
-        if _same_words(pa.heading, pa.nh, pb.title, pb.nt):
-            return True
-    if pa.nt and pb.nh:
-        made = True
-        if _same_words(pa.title, pa.nt, pb.heading, pb.nh):
-            return True
-    if pa.nt and pb.nt and not (pa.nh and pb.nh):
-        made = True
-        if _same_words(pa.title, pa.nt, pb.title, pb.nt):
-            return True
-    return not made
+    if pa.ntok == 0 or pb.ntok == 0 or shingle_size < 1:
+        return -1.0
+    na = _token_shingles(pa.tokens, pa.ntok, shingle_size, sa)
+    nb = _token_shingles(pb.tokens, pb.ntok, shingle_size, sb)
+    while i < na and j < nb:
+        if sa[i] == sb[j]:
+            common += 1
+            i += 1
+            j += 1
+        elif sa[i] < sb[j]:
+            i += 1
+        else:
+            j += 1
+    return common / <double>(na + nb - common)
 
 
 cdef int _coarsen(const uint16_t *chunks, int count, uint16_t *out) noexcept:
@@ -524,14 +683,17 @@ cdef int _coarsen(const uint16_t *chunks, int count, uint16_t *out) noexcept:
     return m
 
 
-def edit_regions(bytes a, bytes b):
+def edit_regions(bytes a, bytes b, int anchor_tokens=5):
     """The regions where two pages' texts differ, from their edit sketches.
 
     Chunk sequences (brought to one level) are aligned by a longest common subsequence; every
     maximal run of unmatched chunks between two matches is one region, with the tokens it holds
     on each side. Returns ``(level, regions)``: the level compared at (chunks of ``2**level``
     tokens on average) and a list of ``(tokens_a, tokens_b)``; ``None`` when the pages are too
-    different in length to be compared (levels more than one apart).
+    different in length to be compared (levels more than one apart). Two short pages (see
+    ``SHORT_TOKENS``) are aligned token by token (level 0); there, a common run of fewer than
+    ``anchor_tokens`` tokens (a shingle) between two places is no anchor but a coincidence (a
+    "the" or a "de" in two rewritten sentences), and the two places and the run are one place.
     """
     cdef Profile pa, pb
     cdef uint16_t ca[512]
@@ -539,24 +701,35 @@ def edit_regions(bytes a, bytes b):
     cdef int na, nb, i, j
     cdef uint16_t *dp
     cdef int w
-    cdef long ra = 0, rb = 0
+    cdef long ra = 0, rb = 0, run = 0, anchor = 1
     cdef bint open_region = False
     _parse(a, &pa)
     _parse(b, &pb)
-    if abs(pa.level - pb.level) > 1:
+    if pa.ntok and pb.ntok:
+        na, nb = pa.ntok, pb.ntok
+        for i in range(na):
+            ca[2 * i] = pa.tokens[i]
+            ca[2 * i + 1] = 1
+        for i in range(nb):
+            cb[2 * i] = pb.tokens[i]
+            cb[2 * i + 1] = 1
+        pa.level = pb.level = 0
+        anchor = anchor_tokens if anchor_tokens > 1 else 1
+    elif abs(pa.level - pb.level) > 1:
         return None
-    if pa.level < pb.level:
-        na = _coarsen(pa.chunks, pa.count, ca)
     else:
-        na = pa.count
-        for i in range(2 * na):
-            ca[i] = pa.chunks[i]
-    if pb.level < pa.level:
-        nb = _coarsen(pb.chunks, pb.count, cb)
-    else:
-        nb = pb.count
-        for i in range(2 * nb):
-            cb[i] = pb.chunks[i]
+        if pa.level < pb.level:
+            na = _coarsen(pa.chunks, pa.count, ca)
+        else:
+            na = pa.count
+            for i in range(2 * na):
+                ca[i] = pa.chunks[i]
+        if pb.level < pa.level:
+            nb = _coarsen(pb.chunks, pb.count, cb)
+        else:
+            nb = pb.count
+            for i in range(2 * nb):
+                cb[i] = pb.chunks[i]
     for i in range(na):
         ca[2 * i] &= 0x7FFF
     for i in range(nb):
@@ -580,19 +753,26 @@ def edit_regions(bytes a, bytes b):
         while i < na or j < nb:
             if i < na and j < nb and ca[2 * i] == cb[2 * j] and ca[2 * i + 1] == cb[2 * j + 1] and dp[i * w + j] == dp[(i + 1) * w + j + 1] + 1:
                 if open_region:
-                    regions.append((ra, rb))
-                    ra = rb = 0
-                    open_region = False
+                    # a common run closes the place only once it is an anchor (see below)
+                    run += ca[2 * i + 1]
+                    if run >= anchor:
+                        regions.append((ra, rb))
+                        ra = rb = run = 0
+                        open_region = False
                 i += 1
                 j += 1
-            elif j >= nb or (i < na and dp[(i + 1) * w + j] >= dp[i * w + j + 1]):
-                ra += ca[2 * i + 1]
-                open_region = True
-                i += 1
             else:
-                rb += cb[2 * j + 1]
+                if run:  # a common run too short to anchor the texts: part of the place
+                    ra += run
+                    rb += run
+                    run = 0
+                if j >= nb or (i < na and dp[(i + 1) * w + j] >= dp[i * w + j + 1]):
+                    ra += ca[2 * i + 1]
+                    i += 1
+                else:
+                    rb += cb[2 * j + 1]
+                    j += 1
                 open_region = True
-                j += 1
         if open_region:
             regions.append((ra, rb))
         return max(pa.level, pb.level), regions

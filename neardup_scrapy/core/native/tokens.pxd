@@ -9,6 +9,7 @@ cdef struct TokMeta:
     uint8_t sep         # the one non-space ASCII byte between this token and the previous one,
                         # 32 when only whitespace, 0 when more or a non-ASCII separator
     uint8_t masked
+    uint8_t glued       # 1 when joined to the previous token by '.' or '::' alone (a qualified name)
     uint32_t value      # TK_DIGITS: the number (capped)
 
 
@@ -50,6 +51,7 @@ cdef class Tokenizer:
     cdef size_t cap_lower
     cdef unsigned char *fold_buf
     cdef size_t cap_fold
+    cdef uint8_t pending_glue   # the glue of the next token emitted (see TokMeta.glued)
 
     cdef int tokenize(self, const unsigned char *s, size_t n, U64Buf *out) except -1 nogil
     cdef int _emit(self, U64Buf *out, uint64_t h, uint8_t kind, uint8_t ndigits, uint8_t sep, uint32_t value) except -1 nogil
@@ -60,4 +62,4 @@ cdef class Tokenizer:
     cdef int _learn(self, const unsigned char *s, size_t n, uint64_t key, uint64_t check, U64Buf *out,
                     uint8_t sep) except -1
     cdef void _mask_dates(self, U64Buf *out) noexcept nogil
-    cdef void join_numbers(self, U64Buf *out) noexcept nogil
+    cdef void join_names(self, U64Buf *out) noexcept nogil

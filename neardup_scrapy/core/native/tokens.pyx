@@ -341,6 +341,8 @@ cdef class Tokenizer:
         m.ndigits = ndigits
         m.sep = sep
         m.masked = 0
+        m.glued = self.pending_glue
+        self.pending_glue = 0
         m.value = value
         if u64buf_push(out, h) < 0:
             with gil:
@@ -521,8 +523,9 @@ cdef class Tokenizer:
         One pass over the bytes by class (:data:`_byte_class`): an ASCII word is lower-cased
         into a buffer and hashed as it ends; a piece with non-ASCII bytes goes to :meth:`_piece`.
         """
-        cdef size_t i = 0, j, seps = 0
+        cdef size_t i = 0, j, seps = 0, colons = 0
         cdef unsigned char c, sepc = 32
+        cdef bint spaced = False
         cdef uint8_t t
         cdef bint high, digits
         cdef uint32_t value
@@ -543,10 +546,15 @@ cdef class Tokenizer:
                 if t == BC_SEP:
                     seps += 1
                     sepc = c
+                    colons += c == 58
                     if self.char_mode:
                         self._emit(out, hash_bytes(s + i, 1, self.seed), TK_OTHER, 0, 32, 0)
+                else:
+                    spaced = True
                 i += 1
                 continue
+            # a qualified name: tokens joined by one '.' or by '::', with no space between
+            self.pending_glue = not spaced and ((seps == 1 and sepc == 46) or (seps == 2 and colons == 2))
             # a piece: the separator before it is its one non-space ASCII byte, if one
             j = i
             high = False
@@ -581,8 +589,10 @@ cdef class Tokenizer:
                     sepc if seps <= 1 else 0,
                     value,
                 )
-            seps = 0
+            seps = colons = 0
             sepc = 32
+            spaced = False
+            self.pending_glue = 0
             i = j
         if self.mask_dates and out.len:
             self._mask_dates(out)
@@ -655,19 +665,33 @@ cdef class Tokenizer:
             if m[k].masked:
                 h[k] = self.zero_hash
 
-    cdef void join_numbers(self, U64Buf *out) noexcept nogil:
-        """Make each dotted number (``3.19.3``, ``2_74``) of the text just tokenized into ``out``
-        one token. Headings are compared as sets of words, and a version or section number is
-        one name: as separate digits, ``3.19.3`` is a subset of ``3.19.1`` (numbers are content)."""
+    cdef void join_names(self, U64Buf *out) noexcept nogil:
+        """Make each dotted number (``3.19.3``, ``2_74``) and each qualified name
+        (``scipy.sparse.csr_matrix.mean``, ``std::ptr::swap``, ``GHC.StableName``) of the text just
+        tokenized into ``out`` one token. Names (headings, titles) are compared as sets of words,
+        and a qualified name or a version number names one thing: as separate words,
+        ``scipy.sparse.bsr_array.mean`` shares three of four words with ``scipy.sparse.csr_array.mean``,
+        and ``3.19.3`` is a subset of ``3.19.1`` (numbers are content)."""
         cdef TokMeta *m = self.meta
         cdef uint64_t *h = out.data
         cdef size_t n = out.len, k, w = 0
+        cdef bint dotted_number, numeric = False
+        cdef uint64_t top = 1ULL << 63
         for k in range(n):
-            if w and m[k].kind == TK_DIGITS and m[k - 1].kind == TK_DIGITS and (m[k].sep == 46 or m[k].sep == 95):
+            dotted_number = (
+                m[k].kind == TK_DIGITS and m[k - 1].kind == TK_DIGITS and (m[k].sep == 46 or m[k].sep == 95)
+            ) if k else False
+            if w and (dotted_number or m[k].glued):
                 h[w - 1] = mix64(h[w - 1] * 0x9E3779B97F4A7C15ULL ^ h[k])
+                numeric = numeric and m[k].kind == TK_DIGITS
             else:
+                if w:
+                    h[w - 1] = (h[w - 1] | top) if numeric else (h[w - 1] & ~top)
                 h[w] = h[k]
+                numeric = m[k].kind == TK_DIGITS
                 w += 1
+        if w:
+            h[w - 1] = (h[w - 1] | top) if numeric else (h[w - 1] & ~top)
         out.len = w
 
     # -- Python access ---------------------------------------------------------------------------
