@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from .native.sketch import (
@@ -132,16 +133,36 @@ def addresses_differ(url_a: str, url_b: str) -> bool:
     return not (a[1] <= b[1] or b[1] <= a[1])
 
 
-def edit_places(profile_a: bytes, profile_b: bytes) -> tuple[int, bool, float] | None:
-    """Where two texts differ, as aligned by their edit sketches: ``(places, inserts_only, changed)``.
+@dataclass(frozen=True)
+class EditPlaces:
+    """Where two texts differ, as aligned by their edit sketches (see :func:`edit_places`).
 
-    A place is a maximal run of chunks of one text missing from the other. It is an insertion
-    or deletion when what it holds on the smaller side is no more than the context around the
-    edit point -- about two chunks, whose boundaries the inserted text moved -- next to the text
-    added on the larger side: ``min(a, b) <= |a - b| + 2 chunks`` with at least 2 tokens
-    added, or when the two sides differ by at least half of the larger one. ``changed`` is the
-    larger of the two texts' shares held by the places. ``None`` when the texts are too
+    Attributes:
+        count: the places (maximal runs of one text missing from the other).
+        inserts_only: every place is an insertion or a deletion.
+        changed: the larger of the two texts' shares held by the places.
+        shorter_kept: the shorter text is held whole, in order, in the longer (its side of every
+            place is empty: only text was added to it).
+        swapped_words: a place puts a word or two in place of a word or two (two short pages
+            aligned token by token): a substituted name, not a rewritten passage.
+    """
+
+    count: int
+    inserts_only: bool
+    changed: float
+    shorter_kept: bool
+    swapped_words: bool
+
+
+def edit_places(profile_a: bytes, profile_b: bytes) -> EditPlaces | None:
+    """Where two texts differ, as aligned by their edit sketches; ``None`` when the texts are too
     different in length to be aligned.
+
+    A place is an insertion or deletion when what it holds on the smaller side is no more than
+    the context around the edit point -- about two chunks, whose boundaries the inserted text
+    moved -- next to the text added on the larger side: ``min(a, b) <= |a - b| + 2 chunks``
+    with at least 2 tokens added, or when the two sides differ by at least half of the larger
+    one.
     """
     aligned = edit_regions(profile_a, profile_b)
     if aligned is None:
@@ -158,7 +179,14 @@ def edit_places(profile_a: bytes, profile_b: bytes) -> tuple[int, bool, float] |
         (sum(region[side] for region in regions) / totals[side] for side in (0, 1) if totals[side]),
         default=0.0,
     )
-    return len(regions), inserts_only, changed
+    shorter = 0 if totals[0] <= totals[1] else 1
+    return EditPlaces(
+        count=len(regions),
+        inserts_only=inserts_only,
+        changed=changed,
+        shorter_kept=not any(region[shorter] for region in regions),
+        swapped_words=level == 0 and any(1 <= a <= 2 and 1 <= b <= 2 for a, b in regions),
+    )
 
 
 def held_in_order(profile_a: bytes, profile_b: bytes) -> float:
@@ -252,21 +280,51 @@ class PairRule:
             if simhash_mode:
                 return f"H={hamming}: same heading, close fingerprints"
             return f"J~{similarity:.2f}: same heading, similar text"
-        releases = other_release(url_a, url_b)
-        floor = self.release_floor if releases else self.edit_floor
-        if not simhash_mode and similarity >= floor and profile_a and profile_b:
-            places = edit_places(profile_a, profile_b)
-            if places is None:
-                return None
-            count, inserts_only, changed = places
-            if inserts_only and count <= MAX_EDIT_REGIONS:
-                return f"J~{similarity:.2f}: an edited copy ({count} inserted or deleted passage(s))"
-            revised = count <= MAX_REVISED_REGIONS and changed <= MAX_REVISED_SHARE
-            if revised and not releases:
-                return f"J~{similarity:.2f}: a revised copy ({count} rewritten passage(s))"
+        if not simhash_mode and profile_a and profile_b:
+            why = self.edited(
+                similarity,
+                profile_a,
+                profile_b,
+                releases=other_release(url_a, url_b),
+                same_address=resource_of(url_a) == resource_of(url_b),
+            )
+            if why is not None:
+                return why
         if simhash_mode:
             return None
         return self.view(similarity, profiles=profiles, urls=urls)
+
+    def edited(
+        self, similarity: float, profile_a: bytes, profile_b: bytes, *, releases: bool, same_address: bool
+    ) -> str | None:
+        """Rule 5: why page A is an edited or revised copy of page B, or ``None``.
+
+        The floor is ``edit_floor``; for two releases of one document, ``T`` less the estimate's
+        standard error (``release_floor``), or ``T`` itself when the similarity was measured
+        exactly (short pages: no error to allow for). A page shorter than ``IDENTITY_TOKENS`` at
+        another address is an edited copy only when it is held whole in the other (text added to
+        it, none of its few words changed: they are its identity), and never a revised one (two
+        views of one address are one document whatever their edits: the address says so); a
+        revised copy rewrites passages, it does not swap a word or two (a substituted name).
+        """
+        exact = exact_similarity(profile_a, profile_b, self.params.shingle_size) >= 0.0
+        floor = (self.threshold if exact else self.release_floor) if releases else self.edit_floor
+        if similarity < floor:
+            return None
+        places = edit_places(profile_a, profile_b)
+        if places is None:
+            return None
+        tiny = not same_address and min(profile_tokens(profile_a), profile_tokens(profile_b)) < IDENTITY_TOKENS
+        if places.inserts_only and places.count <= MAX_EDIT_REGIONS and (places.shorter_kept or not tiny):
+            return f"J~{similarity:.2f}: an edited copy ({places.count} inserted or deleted passage(s))"
+        revised = (
+            places.count <= MAX_REVISED_REGIONS
+            and places.changed <= MAX_REVISED_SHARE
+            and not (tiny or places.swapped_words or releases)
+        )
+        if revised:
+            return f"J~{similarity:.2f}: a revised copy ({places.count} rewritten passage(s))"
+        return None
 
     def view(self, similarity: float, *, profiles: tuple[bytes, bytes], urls: tuple[str, str]) -> str | None:
         """Why page A is another view of B's address (rule 3, then rule 6), or ``None``: the rule
