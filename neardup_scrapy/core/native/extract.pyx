@@ -1139,9 +1139,11 @@ cdef class Extractor:
             elif holder >= 0:
                 # the title heading is beside the heaviest child: the heading's branch is taken
                 # when it holds text of its own beside a list of other items, or a good share
-                # of the text; else the node keeps both
+                # of the text; else the node keeps both. A <header> is never taken: it
+                # introduces its section (the heading, a kicker, a dateline), the section is the
+                # document
                 cm = _mass(&elems[holder])
-                if holder in self.anchors or cm * 100 < (
+                if holder in self.anchors or elems[holder].kind & K_HF or cm * 100 < (
                     LISTING_ANCHOR_PCT if _listing(&elems[best]) else ANCHOR_PCT
                 ) * m:
                     break

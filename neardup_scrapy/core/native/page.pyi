@@ -13,6 +13,9 @@ class PageSketch:
     canonical: str
     heading: bytes
     title: bytes
+    prose_chars: int
+    main_chars: int
+    read_whole: bool
 
 class NativeAnalyzer:
     def __init__(

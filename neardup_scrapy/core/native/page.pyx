@@ -31,6 +31,21 @@ from neardup_scrapy.core.native.extract import monotonic
 cetree.import_lxml__etree()
 
 
+#: A main text of fewer tokens than this may be a page not read (see ``_tokenize_found``): the
+#: same bound as a text too short to identify a document (``verify.IDENTITY_TOKENS``).
+cdef int UNREAD_TOKENS = 50
+
+
+cdef long _visible_chars(const unsigned char *s, size_t n) noexcept nogil:
+    """Code points of UTF-8 text that are not ASCII whitespace."""
+    cdef size_t i
+    cdef long count = 0
+    for i in range(n):
+        if (s[i] & 0xC0) != 0x80 and s[i] != 32 and s[i] != 9 and s[i] != 10 and s[i] != 13:
+            count += 1
+    return count
+
+
 cdef class PageSketch:
     """What the compiled pass found on one page.
 
@@ -46,6 +61,10 @@ cdef class PageSketch:
         canonical: the page's ``<link rel=canonical>`` href, ``""`` when none.
         heading: the text of the page's heading as the extractor found it (UTF-8), ``b""`` when none.
         title: the text of its ``<title>`` (UTF-8), ``b""`` when none.
+        prose_chars: visible characters of the page outside links (whitespace excluded).
+        main_chars: visible characters of the main text the extractor chose (whitespace excluded).
+        read_whole: the page was read whole (its main text was not found; see
+            ``NativeAnalyzer._tokenize_found``): ``text`` is all its visible text.
     """
 
     cdef readonly str status
@@ -59,6 +78,9 @@ cdef class PageSketch:
     cdef readonly str canonical
     cdef readonly bytes heading
     cdef readonly bytes title
+    cdef readonly long prose_chars
+    cdef readonly long main_chars
+    cdef readonly bint read_whole
 
 
 cdef class NativeAnalyzer:
@@ -78,6 +100,9 @@ cdef class NativeAnalyzer:
     cdef U64Buf heading
     cdef U64Buf title
     cdef ByteBuf profile
+    cdef long prose_chars
+    cdef long main_chars
+    cdef bint read_whole
 
     def __cinit__(self, uint64_t seed, int num_perm, int shingle_size, int bands, int rows, simhash_masks,
                   bint mask_digits=False, bint mask_dates=True, bint char_mode=False, long max_chars=500_000):
@@ -161,8 +186,27 @@ cdef class NativeAnalyzer:
 
     cdef int _tokenize_found(self) except -1 nogil:
         """The token hashes of the extractor's main text, heading and title (C arrays only:
-        another thread may run Python meanwhile)."""
+        another thread may run Python meanwhile).
+
+        A page whose main text is a few words (under ``UNREAD_TOKENS``) holding under a tenth of
+        the page's prose (its visible text outside links) has not been read: the extractor took
+        what the page is about for chrome (a story's comments, a forum's search results, in
+        elements named like chrome), and the few words left, a heading that such pages share,
+        say nothing of it. Such a page is read whole instead (``read_whole``): all its visible
+        text, in document order."""
         self.tokenizer.tokenize(self.extractor.out.data, self.extractor.out.len, &self.toks)
+        self.main_chars = _visible_chars(<const unsigned char *>self.extractor.out.data, self.extractor.out.len)
+        self.prose_chars = (
+            self.extractor.elems[0].text - self.extractor.elems[0].link if self.extractor.n_elems else 0
+        )
+        self.read_whole = self.toks.len < UNREAD_TOKENS and self.main_chars * 10 < self.prose_chars
+        if self.read_whole:
+            self.toks.len = 0
+            self.tokenizer.tokenize(
+                self.extractor.buf.data,
+                <size_t>self.max_chars if self.extractor.buf.len > <size_t>self.max_chars else self.extractor.buf.len,
+                &self.toks,
+            )
         if self.extractor.heading.len:
             self.tokenizer.tokenize(self.extractor.heading.data, self.extractor.heading.len, &self.heading)
             self.tokenizer.join_names(&self.heading)
@@ -191,7 +235,13 @@ cdef class NativeAnalyzer:
             host_salt if host_salt is not None else 0,
             host_salt is not None,
         )
-        page.text = PyBytes_FromStringAndSize(<char *>ex.out.data, ex.out.len)
+        if self.read_whole:
+            page.text = b" ".join(PyBytes_FromStringAndSize(<char *>ex.buf.data, ex.buf.len).split())
+        else:
+            page.text = PyBytes_FromStringAndSize(<char *>ex.out.data, ex.out.len)
+        page.prose_chars = self.prose_chars
+        page.main_chars = self.main_chars
+        page.read_whole = self.read_whole
         page.heading = PyBytes_FromStringAndSize(<char *>ex.heading.data, ex.heading.len)
         page.title = PyBytes_FromStringAndSize(<char *>ex.title.data, ex.title.len)
         return page
