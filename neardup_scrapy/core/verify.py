@@ -106,31 +106,52 @@ def other_release(url_a: str, url_b: str) -> bool:
     return _VERSION_RE.findall(path_a) != _VERSION_RE.findall(path_b)
 
 
-def address_name(url: str) -> tuple[str, frozenset[str]] | None:
-    """``(host, words of the last segment of the path)``: the name a site gives a page in its
-    address. Path parameters (``;jsessionid=...``), an index file (``index.html``: its
-    directory names it) and the file extension are left out. ``None`` for an unreadable url."""
+def address_path(url: str) -> tuple[str, list[str]] | None:
+    """``(host, path segments)`` of a url as a site names its pages: lower-cased, without path
+    parameters (``;jsessionid=...``), empty segments or a final index file (``index.html``: its
+    directory names it). ``None`` for an unreadable url."""
     try:
         parts = urlsplit(url)
     except ValueError:
         return None
-    segments = [segment.split(";", 1)[0] for segment in parts.path.split("/")]
+    segments = [segment.split(";", 1)[0].lower() for segment in parts.path.split("/")]
     segments = [segment for segment in segments if segment]
     while segments and _INDEX_RE.fullmatch(segments[-1]):
         segments.pop()
-    last = _EXTENSION_RE.sub("", segments[-1]) if segments else ""
-    return parts.netloc.lower(), frozenset(word.lower() for word in _WORD_RE.findall(last))
+    return parts.netloc.lower(), segments
+
+
+def _name_words(segment: str) -> frozenset[str]:
+    """The words of a path segment, without its file extension and without numbers: a number in
+    an address is a key (an article id, a page number), and a site may keep one document under
+    two keys, while the words of a path are the name it chose."""
+    return frozenset(word for word in _WORD_RE.findall(_EXTENSION_RE.sub("", segment)) if not word.isdigit())
+
+
+def _subsequence(short: list[str], long: list[str]) -> bool:
+    """Whether the segments ``short`` appear in ``long`` in order."""
+    remaining = iter(long)
+    return all(segment in remaining for segment in short)
 
 
 def addresses_differ(url_a: str, url_b: str) -> bool:
-    """Whether one site names two pages differently in their addresses: same host, and neither
-    last path segment's words hold the other's (``method.Dialog.response`` and
-    ``vfunc.Dialog.response`` differ; ``story`` and ``story.amp``, or a print view under
-    ``/printable/`` of the same file, do not)."""
-    a, b = address_name(url_a), address_name(url_b)
+    """Whether one site names two pages differently in their addresses.
+
+    Same host; neither path holds the other's segments in order (a view of a document adds
+    segments around its path: ``/amp/...``, ``.../amp``, ``/print/...``, ``/_cache/<key>/...``);
+    and neither last segment's words hold the other's, numbers aside (``method.Dialog.response``
+    and ``vfunc.Dialog.response`` differ; ``story`` and ``story.amp``, ``/news/story`` and
+    ``/sport/story``, ``/article/123`` and ``/article/124`` do not).
+    """
+    a, b = address_path(url_a), address_path(url_b)
     if a is None or b is None or a[0] != b[0]:
         return False
-    return not (a[1] <= b[1] or b[1] <= a[1])
+    path_a, path_b = a[1], b[1]
+    if _subsequence(path_a, path_b) or _subsequence(path_b, path_a):
+        return False
+    words_a = _name_words(path_a[-1]) if path_a else frozenset()
+    words_b = _name_words(path_b[-1]) if path_b else frozenset()
+    return not (words_a <= words_b or words_b <= words_a)
 
 
 @dataclass(frozen=True)
