@@ -99,21 +99,22 @@ def test_threshold_is_respected() -> None:
 
 def test_a_copy_of_a_close_member_joins_its_cluster() -> None:
     """P is a near-duplicate of M (J ~0.87), M of the representative R (J ~0.87); P differs
-    from R in five places (J ~0.77): it joins R's cluster through M, the guard's one step."""
+    from R in five places (J ~0.77): it joins R's cluster through M, the guard's one step. (The
+    three are copies at addresses of one site that differ in a number: a key, not a name.)"""
     base = words(1000, 12)
     member = edit(base, 0.04, 5)
     page = member
     for place in range(4):
         page = edit(page, 0.012, 20 + place)
     alone = NearDupDetector()
-    alone.check("http://h/r", text=" ".join(base))
-    assert alone.check("http://h/p", text=" ".join(page)).status == "unique"  # not by itself
+    alone.check("http://h/doc/1", text=" ".join(base))
+    assert alone.check("http://h/doc/3", text=" ".join(page)).status == "unique"  # not by itself
     det = NearDupDetector()
-    det.check("http://h/r", text=" ".join(base))
-    assert det.check("http://h/m", text=" ".join(member)).status == "near"
-    verdict = det.check("http://h/p", text=" ".join(page))
-    assert (verdict.status, verdict.cluster) == ("near", "http://h/r")
-    assert verdict.reason is not None and "http://h/m" in verdict.reason
+    det.check("http://h/doc/1", text=" ".join(base))
+    assert det.check("http://h/doc/2", text=" ".join(member)).status == "near"
+    verdict = det.check("http://h/doc/3", text=" ".join(page))
+    assert (verdict.status, verdict.cluster) == ("near", "http://h/doc/1")
+    assert verdict.reason is not None and "http://h/doc/2" in verdict.reason
 
 
 def test_chaining_guard_keeps_clusters_from_snowballing() -> None:
@@ -142,17 +143,19 @@ def test_union_of_clusters_keeps_first_representative() -> None:
     a = words(600, 20)
     b = a[:420] + words(180, 21)  # J(a, b) ~ 0.54: separate clusters
     bridge = a[:510] + b[510:]  # close to both
-    assert det.check("http://h/a", text=" ".join(a)).status == "unique"
-    assert det.check("http://h/b", text=" ".join(b)).status == "unique"
-    v = det.check("http://h/bridge", text=" ".join(bridge))
-    assert v.status == "near" and v.duplicate_of == "http://h/a"
+    assert det.check("http://h/item/1", text=" ".join(a)).status == "unique"
+    assert det.check("http://h/item/2", text=" ".join(b)).status == "unique"
+    v = det.check("http://h/item/3", text=" ".join(bridge))
+    assert v.status == "near" and v.duplicate_of == "http://h/item/1"
 
 
 def test_a_copy_of_a_merged_representative_joins_in_either_order() -> None:
     """Y (a document) and X (Y rewritten in four places) are separate clusters; M (Y with two of
     those rewrites) passes both and merges them. K, Y with a sentence added, passes Y but not X:
     it joins the merged cluster whether it comes before or after M (Y was a representative, and
-    what a page joins must not depend on which merge came first)."""
+    what a page joins must not depend on which merge came first). The pages are at addresses
+    of one site that differ in a number (a key, not a name), so their names never tell them
+    apart."""
     y = words(400, 31)
     rewritten = list(y)
     for place, start in enumerate((40, 130, 220, 310)):
@@ -161,13 +164,16 @@ def test_a_copy_of_a_merged_representative_joins_in_either_order() -> None:
     m = x[:175] + y[175:]  # the first two rewrites of X, the rest of Y
     k = y[:200] + words(6, 500) + y[200:]
     pages = {"x": x, "y": y, "m": m, "k": k}
+    keys = {"x": 1, "y": 2, "m": 3, "k": 4}
     for order in (["x", "y", "m", "k"], ["x", "y", "k", "m"]):
         det = NearDupDetector()
-        verdicts = {name: det.check(f"http://h/{name}", text=" ".join(pages[name])) for name in order}
+        verdicts = {
+            name: det.check(f"http://h/doc/{keys[name]}", text=" ".join(pages[name])) for name in order
+        }
         assert verdicts["y"].status == "unique"  # X and Y are apart until M comes
         assert "merged 1 cluster" in (verdicts["m"].reason or "")
         clusters = {c["id"]: {member["url"] for member in c["members"]} for c in det.report()["clusters"]}
-        assert clusters["http://h/x"] == {f"http://h/{name}" for name in pages}, order
+        assert clusters["http://h/doc/1"] == {f"http://h/doc/{keys[name]}" for name in pages}, order
         assert verdicts["k"].status == "near", order
 
 

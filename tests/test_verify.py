@@ -9,7 +9,7 @@ import pytest
 from neardup_scrapy.core import NearDupDetector
 from neardup_scrapy.core.params import DetectorParams
 from neardup_scrapy.core.sketch import resource_keys
-from neardup_scrapy.core.verify import other_release, release_key
+from neardup_scrapy.core.verify import PairRule, other_release, release_key
 
 RNG = random.Random(4)
 VOCAB = ["".join(RNG.choice("abcdefghijklmnopqrst") for _ in range(RNG.randint(3, 9))) for _ in range(3000)]
@@ -20,6 +20,13 @@ def words(n: int, seed: int) -> list[str]:
     return [rng.choice(VOCAB) for _ in range(n)]
 
 
+def edit_words(body: list[str], places: int, seed: int) -> list[str]:
+    """``body`` with one word replaced at ``places`` places spread over it."""
+    rng = random.Random(seed)
+    step = len(body) // places
+    return [rng.choice(VOCAB) if i % step == step // 2 else w for i, w in enumerate(body)]
+
+
 def page(heading: str, body: str, title: str | None = None) -> str:
     return (
         f"<html><head><title>{title or heading}</title></head><body><nav>Home Docs Blog</nav>"
@@ -27,7 +34,9 @@ def page(heading: str, body: str, title: str | None = None) -> str:
     )
 
 
-def check_pair(a: str, b: str, url_a: str = "http://127.0.0.1/a", url_b: str = "http://127.0.0.1/b") -> str:
+def check_pair(a: str, b: str, url_a: str = "http://127.0.0.1/a", url_b: str = "http://127.0.0.2/a") -> str:
+    """The verdict of page ``b`` checked after page ``a`` (by default at the same path of another
+    host: a copy, which neither page's address tells apart)."""
     det = NearDupDetector()
     assert det.check(url_a, a).status == "unique"
     verdict = det.check(url_b, b)
@@ -35,10 +44,78 @@ def check_pair(a: str, b: str, url_a: str = "http://127.0.0.1/a", url_b: str = "
     return verdict.status
 
 
-def test_near_identical_pages_are_near_duplicates_whatever_their_headings() -> None:
+def test_names_decide_unless_the_texts_are_the_same_beyond_doubt() -> None:
+    """Rule 0: pages whose names differ are different documents, unless their texts are the same
+    beyond doubt (long enough to identify a document, and J >= 0.95 with room for the
+    estimate's error): one item published under two names."""
     body = words(600, 1)
-    edited = [*body[:300], "changed", *body[301:]]
-    assert check_pair(page("Map", " ".join(body)), page("Other name", " ".join(edited))) == "near"
+    assert check_pair(page("Map", " ".join(body)), page("Other name", " ".join(body))) == "near"
+    edited = edit_words(body, 8, 14)  # J ~0.87: under the same heading, a near-duplicate
+    assert check_pair(page("Map", " ".join(body)), page("Map", " ".join(edited))) == "near"
+    assert check_pair(page("Map", " ".join(body)), page("Other name", " ".join(edited))) == "unique"
+    short = words(40, 15)  # too short to identify a document: identical text, other names
+    assert check_pair(page("Map", " ".join(short)), page("Other name", " ".join(short))) == "unique"
+    assert check_pair(page("Map", " ".join(short)), page("Map", " ".join(short))) == "exact"
+
+
+def test_beyond_doubt_means_clear_of_the_estimates_error() -> None:
+    """An estimated J must clear 0.95 by two standard errors (``sqrt(J (1 - J) / k)``); an exact
+    one (two short pages) need only reach it; a text under ``IDENTITY_TOKENS`` never is."""
+    rule = PairRule(DetectorParams())
+    det = NearDupDetector()
+    long_a, long_b = (det.analyze("http://h/a", page("A", " ".join(words(600, s)))).sketch for s in (1, 2))
+    short_a, short_b = (det.analyze("http://h/a", page("A", " ".join(words(80, s)))).sketch for s in (1, 2))
+    tiny_a, tiny_b = (det.analyze("http://h/a", page("A", " ".join(words(30, s)))).sketch for s in (1, 2))
+    assert long_a is not None and long_b is not None and short_a is not None and short_b is not None
+    assert tiny_a is not None and tiny_b is not None
+    assert rule.beyond_doubt(0.99, long_a.profile, long_b.profile)
+    assert not rule.beyond_doubt(0.96, long_a.profile, long_b.profile)  # 0.96 - 2 * 0.017 < 0.95
+    assert rule.beyond_doubt(0.96, short_a.profile, short_b.profile)  # measured exactly
+    assert not rule.beyond_doubt(1.0, tiny_a.profile, tiny_b.profile)
+
+
+def test_names_that_differ_in_a_number_are_never_overruled_by_the_text() -> None:
+    """Release notes of two versions announcing the same fix: the same text, but the number in
+    the name is what each page is."""
+    body = " ".join(words(300, 16))
+    assert check_pair(page("Release 3.19.3", body), page("Release 3.19.1", body)) == "unique"
+    assert check_pair(page("Part 2: Setup", body), page("Part 3: Setup", body)) == "unique"
+    assert check_pair(page("Release 3.19.3", body), page("Release 3.19.3 - Site", body)) == "near"
+
+
+@pytest.mark.parametrize(
+    ("name_a", "name_b"),
+    [
+        ("scipy.sparse.csr_matrix.mean", "scipy.sparse.bsr_array.mean"),
+        ("Eigen::IdentityPreconditioner Member List", "Eigen::Transpose< MatrixType > Member List"),
+        ("GHC.Platform.X86", "GHC.Platform.X86_64"),
+        ("std::ptr::swap", "core::ptr::swap"),
+    ],
+)
+def test_a_qualified_name_is_one_name(name_a: str, name_b: str) -> None:
+    """``a.b.c`` and ``a::b::c`` name one thing: two qualified names that share all but one part
+    are two names (as separate words they would share most of their words)."""
+    body = words(300, 17)
+    a = " ".join(f"{w} alpha" if i % 100 == 0 else w for i, w in enumerate(body))  # J ~0.9
+    b = " ".join(f"{w} beta" if i % 100 == 0 else w for i, w in enumerate(body))
+    assert check_pair(page(name_a, a), page(name_b, b)) == "unique"
+    assert check_pair(page(name_a, a), page(name_a, b)) == "near"
+
+
+def test_heading_and_title_are_each_compared_with_their_like() -> None:
+    """A generic title shared by a site's pages ("Site: Member List") agrees with neither page's
+    specific heading; two headings that name different things are two documents even when the
+    titles agree, and the other way round."""
+    body = words(300, 18)
+    a = " ".join(f"{w} alpha" if i % 60 == 0 else w for i, w in enumerate(body))  # J ~0.85
+    b = " ".join(f"{w} beta" if i % 60 == 0 else w for i, w in enumerate(body))
+    generic = "Lib: Member List"
+    first = page("Lib::Alpha Member List", a, title=generic)
+    assert check_pair(first, page("Lib::Beta Member List", b, title=generic)) == "unique"
+    assert check_pair(
+        page("Documentation", a, title="Lib.Alpha"), page("Documentation", b, title="Lib.Beta")
+    ) == ("unique")
+    assert check_pair(first, page("Lib::Alpha Member List", b, title=generic)) == "near"
 
 
 def test_different_headings_make_different_documents() -> None:
@@ -128,7 +205,12 @@ def test_a_passage_added_in_a_new_release_makes_another_document_unless_little_c
 
 
 def test_release_keys() -> None:
-    assert release_key("https://h/docs/gcc-11.3.0/manual/x.html") == ("h", "/docs/gcc-#/manual/x.html")
+    assert release_key("https://h/docs/gcc-11.3.0/manual/x.html") == ("h", "/docs/gcc-#.#.#/manual/x.html")
+    assert other_release("https://h/gtk2/2.24/GtkEditable.html", "https://h/gtk3/3.24/GtkEditable.html")
+    assert other_release("https://h/api/v2/index.html", "https://h/api/v3/index.html")
+    assert not other_release("https://h/news/page/2", "https://h/news/page/3")  # no version number
+    assert not other_release("https://h/2019/11/18/a", "https://h/2019/11/19/a")
+    assert not other_release("https://h/v2.0/a/1", "https://h/v2.0/a/2")  # the version is the same
     assert release_key("https://h/docs/manual/x.html") is None
     assert other_release("https://h/v1.2/a", "https://h/v1.3/a")
     assert not other_release("https://h/v1.2/a", "https://h/v1.2/a")
@@ -141,7 +223,7 @@ def test_near_verdict_similarity_and_reason() -> None:
     det = NearDupDetector()
     body = words(120, 9)
     det.check("http://127.0.0.1/a", page("Note", " ".join(body)))
-    verdict = det.check("http://127.0.0.1/b", page("Note", " ".join(body[:60] + words(25, 10) + body[60:])))
+    verdict = det.check("http://127.0.0.2/a", page("Note", " ".join(body[:60] + words(25, 10) + body[60:])))
     assert verdict.status == "near"
     assert verdict.similarity is not None and verdict.similarity < det.params.threshold
     assert "edited copy" in verdict.reason
@@ -150,8 +232,8 @@ def test_near_verdict_similarity_and_reason() -> None:
 def test_short_pages_match_only_exactly() -> None:
     det = NearDupDetector(min_tokens=10)
     det.check("http://127.0.0.1/a", page("T", "one two three four"))
-    assert det.check("http://127.0.0.1/b", page("T", "one two three five")).status == "unique"
-    assert det.check("http://127.0.0.1/c", page("T", "one two three four")).status == "exact"
+    assert det.check("http://127.0.0.2/a", page("T", "one two three five")).status == "unique"
+    assert det.check("http://127.0.0.3/a", page("T", "one two three four")).status == "exact"
 
 
 def test_a_url_checked_again_is_not_its_own_duplicate() -> None:

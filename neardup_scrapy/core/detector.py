@@ -53,7 +53,7 @@ from .storage.base import (
 )
 from .storage.memory import MemoryStorage
 from .verdict import Status, Verdict
-from .verify import PairRule, measured_similarity
+from .verify import RULE_EXACT, RULE_MEMBER_COPY, PairRule, Passed, measured_similarity
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +83,7 @@ class _Match:
     matched_url: str | None = None
     unions: list[tuple[int, int]] = field(default_factory=list)
     reason: str = ""
+    rule: str = ""
     before: str = "unique"
 
 
@@ -502,6 +503,7 @@ class NearDupDetector:
             cluster=url if match.status == "unique" else match.root_url,
             mirror_of=self._mirrors.get(host),
             reason=match.reason,
+            rule=match.rule,
             matched=match.matched_url,
             tokens=sketch.tokens,
             exact_only=exact_only,
@@ -587,7 +589,7 @@ class NearDupDetector:
 
     def _judge_view(
         self, similarity: float, _hamming: int, *, profiles: tuple[bytes, bytes], urls: tuple[str, str]
-    ) -> str | None:
+    ) -> Passed | None:
         return self._rule.view(similarity, profiles=profiles, urls=urls)
 
     def _decide(self, url: str, sketch: Sketch, batch: DocBatch | None, exact_only: bool) -> _Match:
@@ -622,7 +624,9 @@ class NearDupDetector:
             for i, d in enumerate(batch.digests)
             if d == sketch.digest
             and alive[i]
-            and self._rule.identity(1.0, profiles=(sketch.profile, known.profile(ids[i])), urls=(url, batch.urls[i]))
+            and self._rule.identity(
+                1.0, profiles=(sketch.profile, known.profile(ids[i])), urls=(url, batch.urls[i])
+            )
         ]
         if exact_rows:
             row = min(exact_rows, key=lambda i: (roots[i], ids[i]))
@@ -637,6 +641,7 @@ class NearDupDetector:
                     hamming=0,
                     matched_url=rep.url,
                     reason="identical main text",
+                    rule=RULE_EXACT,
                 )
             # the same text as a member that joined by a rule below ``exact``: the page joins
             # that member's cluster, as near as the member is to the representative
@@ -648,16 +653,17 @@ class NearDupDetector:
                 hamming=rep.hamming,
                 matched_url=batch.urls[row],
                 reason=f"identical main text with {batch.urls[row]}, a member of the cluster",
+                rule=RULE_MEMBER_COPY,
             )
         # A page too short for shingles is matched exactly, or as another view of its own
         # address (verification rule 6, measured by alignment), in whichever order pages come.
-        judge: Callable[..., str | None] = self._rule.judge
+        judge: Callable[..., Passed | None] = self._rule.judge
         if exact_only:
             if self.params.algorithm == "simhash":
                 return _Match("unique", reason=self._exact_only_reason())
             judge = self._judge_view
 
-        reasons: dict[int, str] = {}
+        reasons: dict[int, Passed] = {}
         for i in range(len(batch)):
             if alive[i]:
                 why = judge(
@@ -730,6 +736,7 @@ class NearDupDetector:
             matched_url=batch.urls[best_row],
             unions=unions,
             reason=reason,
+            rule=reasons[best_row].rule,
         )
 
 

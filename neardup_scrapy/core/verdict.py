@@ -23,6 +23,9 @@ class Verdict:
         cluster: id of the page's cluster: the representative's url (``None`` when skipped).
         mirror_of: host that this page's host mirrors, if it has been confirmed as a mirror.
         reason: one short sentence explaining the verdict.
+        rule: for a duplicate, the verification rule the page passed (``exact``,
+            ``member-copy``, ``near-identical``, ``release``, ``resemblance``, ``edited``,
+            ``revised`` or ``view``: see :mod:`~.verify`); ``""`` otherwise.
         matched: url of the page the candidate check matched (may be a cluster member, not
             the representative).
         tokens: number of main-content tokens.
@@ -40,6 +43,7 @@ class Verdict:
     cluster: str | None = None
     mirror_of: str | None = None
     reason: str = ""
+    rule: str = ""
     matched: str | None = None
     tokens: int = 0
     exact_only: bool = False
@@ -64,5 +68,11 @@ class Verdict:
     def explain(self) -> dict[str, Any]:
         """The tag object plus the explanation fields (``reason``, ``matched``, ``tokens``, ...)."""
         data = self.to_dict()
-        data.update(reason=self.reason, matched=self.matched, tokens=self.tokens, exact_only=self.exact_only)
+        data.update(
+            reason=self.reason,
+            rule=self.rule,
+            matched=self.matched,
+            tokens=self.tokens,
+            exact_only=self.exact_only,
+        )
         return data

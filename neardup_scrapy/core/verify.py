@@ -224,6 +224,39 @@ def held_in_order(profile_a: bytes, profile_b: bytes) -> float:
     return max(0.0, 1.0 - sum(region[side] for region in aligned[1]) / totals[side])
 
 
+#: Names of the rules a pair can pass by (README, "How it works", step 5): the ``rule`` of a
+#: verdict's explanation.
+RULE_EXACT = "exact"  # identical main text (the representative's)
+RULE_MEMBER_COPY = "member-copy"  # identical main text to a member of the cluster
+RULE_NEAR_IDENTICAL = "near-identical"  # rule 1
+RULE_RELEASE = "release"  # rule 2
+RULE_RESEMBLANCE = "resemblance"  # rule 4
+RULE_EDITED = "edited"  # rule 5, inserted or deleted passages
+RULE_REVISED = "revised"  # rule 5, rewritten passages
+RULE_VIEW = "view"  # rule 6
+RULES = (
+    RULE_EXACT,
+    RULE_MEMBER_COPY,
+    RULE_NEAR_IDENTICAL,
+    RULE_RELEASE,
+    RULE_RESEMBLANCE,
+    RULE_EDITED,
+    RULE_REVISED,
+    RULE_VIEW,
+)
+
+
+@dataclass(frozen=True)
+class Passed:
+    """Why a pair is one document: the rule it passed (one of ``RULES``) and a short sentence."""
+
+    rule: str
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
 def measured_similarity(estimate: float, profile_a: bytes, profile_b: bytes, shingle_size: int) -> float:
     """The similarity verdicts use: exact for two short pages (their profiles keep their tokens),
     else the MinHash estimate."""
@@ -281,7 +314,7 @@ class PairRule:
         *,
         profiles: tuple[bytes, bytes],
         urls: tuple[str, str],
-    ) -> str | None:
+    ) -> Passed | None:
         """Why page A is a near-duplicate of page B (a short reason), or ``None`` when it is not.
 
         ``profiles`` and ``urls`` are those of A and B; ``similarity`` their estimated Jaccard,
@@ -292,15 +325,15 @@ class PairRule:
         simhash_mode = self.params.algorithm == "simhash"
         close = hamming <= self.params.simhash_distance if simhash_mode else similarity >= self.threshold
         if close and other_release(url_a, url_b):
-            return f"J~{similarity:.2f}: the same document at another release"
+            return Passed(RULE_RELEASE, f"J~{similarity:.2f}: the same document at another release")
         if not self.identity(similarity, profiles=profiles, urls=urls):
             return None
         if not simhash_mode and similarity >= self.strict:
-            return f"J~{similarity:.2f}: near-identical text"
+            return Passed(RULE_NEAR_IDENTICAL, f"J~{similarity:.2f}: near-identical text")
         if close:
             if simhash_mode:
-                return f"H={hamming}: same heading, close fingerprints"
-            return f"J~{similarity:.2f}: same heading, similar text"
+                return Passed(RULE_RESEMBLANCE, f"H={hamming}: same heading, close fingerprints")
+            return Passed(RULE_RESEMBLANCE, f"J~{similarity:.2f}: same heading, similar text")
         if not simhash_mode and profile_a and profile_b:
             why = self.edited(
                 similarity,
@@ -317,7 +350,7 @@ class PairRule:
 
     def edited(
         self, similarity: float, profile_a: bytes, profile_b: bytes, *, releases: bool, same_address: bool
-    ) -> str | None:
+    ) -> Passed | None:
         """Rule 5: why page A is an edited or revised copy of page B, or ``None``.
 
         The floor is ``edit_floor``; for two releases of one document, ``T`` less the estimate's
@@ -335,19 +368,28 @@ class PairRule:
         places = edit_places(profile_a, profile_b)
         if places is None:
             return None
-        tiny = not same_address and min(profile_tokens(profile_a), profile_tokens(profile_b)) < IDENTITY_TOKENS
+        tiny = (
+            not same_address and min(profile_tokens(profile_a), profile_tokens(profile_b)) < IDENTITY_TOKENS
+        )
         if places.inserts_only and places.count <= MAX_EDIT_REGIONS and (places.shorter_kept or not tiny):
-            return f"J~{similarity:.2f}: an edited copy ({places.count} inserted or deleted passage(s))"
+            return Passed(
+                RULE_EDITED,
+                f"J~{similarity:.2f}: an edited copy ({places.count} inserted or deleted passage(s))",
+            )
         revised = (
             places.count <= MAX_REVISED_REGIONS
             and places.changed <= MAX_REVISED_SHARE
             and not (tiny or places.swapped_words or releases)
         )
         if revised:
-            return f"J~{similarity:.2f}: a revised copy ({places.count} rewritten passage(s))"
+            return Passed(
+                RULE_REVISED, f"J~{similarity:.2f}: a revised copy ({places.count} rewritten passage(s))"
+            )
         return None
 
-    def view(self, similarity: float, *, profiles: tuple[bytes, bytes], urls: tuple[str, str]) -> str | None:
+    def view(
+        self, similarity: float, *, profiles: tuple[bytes, bytes], urls: tuple[str, str]
+    ) -> Passed | None:
         """Why page A is another view of B's address (rule 3, then rule 6), or ``None``: the rule
         a page too short for shingles is held to, and the last one :meth:`judge` tries."""
         profile_a, profile_b = profiles
@@ -360,7 +402,10 @@ class PairRule:
         if held < self.threshold:  # too short for shingles, or a view holding less of them
             held = max(held, held_in_order(profile_a, profile_b))
         if held >= self.threshold:
-            return f"J~{similarity:.2f}: another view of the same address ({held:.0%} of the shorter text)"
+            return Passed(
+                RULE_VIEW,
+                f"J~{similarity:.2f}: another view of the same address ({held:.0%} of the shorter text)",
+            )
         return None
 
     def containment(self, similarity: float, tokens_a: int, tokens_b: int) -> float:
