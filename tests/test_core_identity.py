@@ -8,7 +8,6 @@ needed, and the families of pages they keep apart or together.
 from __future__ import annotations
 
 import random
-import re
 
 import pytest
 from hypothesis import given, settings
@@ -221,7 +220,10 @@ def test_a_page_whose_content_looks_like_chrome_is_read_whole(chrome_class: str,
             for i in range(10)
         )
         wrapped = "<div>" * depth + posts + "</div>" * depth
-        return f"<html><head><title>{heading}</title></head><body><ul>{nav}</ul><h1>{heading}</h1>{wrapped}</body></html>"
+        return (
+            f"<html><head><title>{heading}</title></head><body><ul>{nav}</ul>"
+            f"<h1>{heading}</h1>{wrapped}</body></html>"
+        )
 
     det = NearDupDetector()
     assert det.check("https://forum.example/t/1/comments", forum_page("Comments", 1)).status == "unique"
