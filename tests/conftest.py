@@ -1,7 +1,8 @@
 """Shared fixtures.
 
-* ``eval_dev``, ``eval_docs``: the labelled development sets in ``../shared/eval-dev`` and
-  ``../shared/eval-docs`` (next to the repo, or at ``$NEARDUP_EVAL_DEV`` / ``$NEARDUP_EVAL_DOCS``).
+* ``eval_dev``, ``eval_docs``, ``eval_ref``: the labelled development sets in
+  ``../shared/eval-dev``, ``../shared/eval-docs`` and ``../shared/eval-ref`` (next to the repo, or
+  at ``$NEARDUP_EVAL_DEV`` / ``$NEARDUP_EVAL_DOCS`` / ``$NEARDUP_EVAL_REF``).
   Skipped when absent -- except under ``CI=true``, where they must exist.
 * ``redis_url``: a Redis server (``$NEARDUP_TEST_REDIS``, default ``redis://127.0.0.1:6379/0``)
   and a unique key prefix, cleaned up afterwards. Skipped when unreachable -- except under
@@ -48,6 +49,12 @@ def eval_dev() -> Path:
 def eval_docs() -> Path:
     """Path of the eval-docs directory (documentation sites; same format and scorer)."""
     return _labelled_set("eval-docs", "NEARDUP_EVAL_DOCS")
+
+
+@pytest.fixture(scope="session")
+def eval_ref() -> Path:
+    """Path of the eval-ref directory (generators no other set has, hard negatives, releases)."""
+    return _labelled_set("eval-ref", "NEARDUP_EVAL_REF")
 
 
 REDIS_URL = os.environ.get("NEARDUP_TEST_REDIS", "redis://127.0.0.1:6379/0")
