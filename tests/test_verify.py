@@ -211,6 +211,9 @@ def test_release_keys() -> None:
     assert not other_release("https://h/news/page/2", "https://h/news/page/3")  # no version number
     assert not other_release("https://h/2019/11/18/a", "https://h/2019/11/19/a")
     assert not other_release("https://h/v2.0/a/1", "https://h/v2.0/a/2")  # the version is the same
+    # a version in the page's own name: release notes of two versions are two documents
+    assert not other_release("https://h/doc/release.1.9.2.html", "https://h/doc/release.1.8.2.html")
+    assert not other_release("https://h/releaselog/3_6_6.html", "https://h/releaselog/3_6_7.html")
     assert release_key("https://h/docs/manual/x.html") is None
     assert other_release("https://h/v1.2/a", "https://h/v1.3/a")
     assert not other_release("https://h/v1.2/a", "https://h/v1.2/a")

@@ -94,16 +94,18 @@ def release_key(url: str) -> tuple[str, str] | None:
 
 
 def other_release(url_a: str, url_b: str) -> bool:
-    """Whether two urls name one document at two releases: their paths differ only in numbers,
-    and a version number among them differs (``/gtk2/2.24/`` and ``/gtk3/3.24/``, ``/v2.66/``
-    and ``/v2.74/``, ``gcc-11.3.0`` and ``gcc-12.2.0``; not ``/page/2`` and ``/page/3``). A query
-    added to one path is a view of the same release (rule 6)."""
+    """Whether two urls name one document at two releases: their paths differ only in numbers of
+    their directories, and a version number among them differs (``/gtk2/2.24/`` and
+    ``/gtk3/3.24/``, ``/v2.66/`` and ``/v2.74/``, ``gcc-11.3.0`` and ``gcc-12.2.0``; not
+    ``/page/2`` and ``/page/3``, nor ``release-1.9.2.html`` and ``release-1.8.2.html``: a version
+    in the page's own name is what the page is about). A query added to one path is a view of
+    the same release (rule 6)."""
     try:
         path_a, path_b = urlsplit(url_a).path, urlsplit(url_b).path
     except ValueError:
         return False
-    if path_a == path_b:
-        return False
+    if path_a == path_b or path_a.rstrip("/").rsplit("/", 1)[-1] != path_b.rstrip("/").rsplit("/", 1)[-1]:
+        return False  # a version in the page's own name (release notes of 1.9.2) names what it is about
     key = release_key(url_a)
     if key is None or key != release_key(url_b):
         return False
