@@ -32,37 +32,22 @@ _ALL = 1 << 62
 
 
 def cluster_rows(storage: IndexStorage) -> list[dict[str, Any]]:
-    """Every cluster of the index (largest first, then singletons in index order)."""
-    _hist, multi = storage.clusters(_ALL, _ALL)
-    rows: list[dict[str, Any]] = []
-    clustered: set[str] = set()
-    for cluster in multi:
-        members = cluster["members"]
-        clustered.update(m["url"] for m in members)
-        rows.append(
-            {
-                "cluster": cluster["representative"],
-                "size": int(cluster["size"]),
-                "hosts": list(cluster["hosts"]),
-                "members": [dict(m) for m in members],
-            }
-        )
-    from .hosts import host_of
+    """Every cluster of the index (largest first, then singletons in index order).
 
-    for doc_id in range(len(storage)):
-        url = storage.url_of(doc_id)
-        if url in clustered:
-            continue
-        clustered.add(url)
-        rows.append(
-            {
-                "cluster": url,
-                "size": 1,
-                "hosts": [host_of(url)],
-                "members": [{"url": url, "status": "unique", "similarity": None, "hamming": None}],
-            }
-        )
-    return rows
+    One :meth:`~.storage.base.IndexStorage.clusters` call with singletons: the store lists the
+    pages that exist, so ids with gaps (a shared index whose processes reserve ids, expired
+    records) are no obstacle, and every page appears once even when two share a url.
+    """
+    _hist, every = storage.clusters(_ALL, _ALL, singletons=True)
+    return [
+        {
+            "cluster": cluster["representative"],
+            "size": int(cluster["size"]),
+            "hosts": list(cluster["hosts"]),
+            "members": [dict(m) for m in cluster["members"]],
+        }
+        for cluster in every
+    ]
 
 
 def pair_rows(clusters: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:

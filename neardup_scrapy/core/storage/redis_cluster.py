@@ -849,7 +849,9 @@ class RedisClusterStorage(RedisStorage):
         ids = np.flatnonzero(table[:, 0] > 0).astype(np.int64)
         return ids, table[ids, 0].astype(np.int64) - 1
 
-    def clusters(self, max_clusters: int, max_members: int) -> tuple[dict[int, int], list[dict[str, Any]]]:
+    def clusters(
+        self, max_clusters: int, max_members: int, *, singletons: bool = False
+    ) -> tuple[dict[int, int], list[dict[str, Any]]]:
         """Size histogram of all clusters and the largest ones, over the whole shared index."""
         ids, parents = self._page_table()
         if not len(ids):
@@ -873,6 +875,7 @@ class RedisClusterStorage(RedisStorage):
             max_clusters=max_clusters,
             max_members=max_members,
             describe=self._describe,
+            singletons=singletons,
         )
 
     def _heads(self, ids: list[int]) -> list[bytes]:

@@ -1107,7 +1107,9 @@ class RedisStorage:
 
         return self._call(read, "mirror evidence")
 
-    def clusters(self, max_clusters: int, max_members: int) -> tuple[dict[int, int], list[dict[str, Any]]]:
+    def clusters(
+        self, max_clusters: int, max_members: int, *, singletons: bool = False
+    ) -> tuple[dict[int, int], list[dict[str, Any]]]:
         """Size histogram of all clusters and the largest ones, over the whole shared index."""
         total = len(self)
         parents: list[int] = []
@@ -1140,6 +1142,7 @@ class RedisStorage:
             max_clusters=max_clusters,
             max_members=max_members,
             describe=self._describe,
+            singletons=singletons,
         )
 
     def memory_bytes(self) -> int:

@@ -152,6 +152,7 @@ def summarize_clusters(
     max_members: int,
     describe: Callable[[Sequence[int]], list[tuple[str, str]]],
     ids: I64Array | None = None,
+    singletons: bool = False,
 ) -> tuple[dict[int, int], list[dict[str, Any]]]:
     """Cluster histogram and largest clusters from per-page roots (see ``IndexStorage.clusters``).
 
@@ -162,8 +163,10 @@ def summarize_clusters(
         hamming: SimHash distance to the representative per page.
         max_clusters: clusters listed.
         max_members: members listed per cluster (representative first).
-        describe: ``ids -> [(url, host)]`` for the pages listed.
+        describe: ``ids -> [(url, host)]`` for the pages listed, called once with all of them
+            (a store that asks a server batches its round trips).
         ids: page ids of the rows (default ``0..n-1``).
+        singletons: list clusters of one page too (after the larger ones, in id order).
     """
     if not len(roots):
         return {}, []
@@ -172,26 +175,33 @@ def summarize_clusters(
     unique_roots, sizes = np.unique(roots, return_counts=True)
     multi = sizes > 1
     hist = {int(s): int(c) for s, c in zip(*np.unique(sizes[multi], return_counts=True), strict=True)}
-    order = np.lexsort((unique_roots[multi], -sizes[multi]))[:max_clusters]
-    chosen = unique_roots[multi][order]
-    chosen_sizes = sizes[multi][order]
+    listed = sizes > (0 if singletons else 1)
+    order = np.lexsort((unique_roots[listed], -sizes[listed]))[:max_clusters]
+    chosen = unique_roots[listed][order]
+    chosen_sizes = sizes[listed][order]
     by_root = np.argsort(roots, kind="stable")
     sorted_roots = roots[by_root]
-    out: list[dict[str, Any]] = []
+    plans: list[tuple[int, int, I64Array, list[int], list[int]]] = []
+    wanted: set[int] = set()
     for root, size in zip(chosen.tolist(), chosen_sizes.tolist(), strict=True):
         lo, hi = np.searchsorted(sorted_roots, [root, root + 1])
         rows = by_root[lo:hi]
         member_ids = ids[rows]
         # Representative first (it is the root; ids grow in crawl order).
         order_rows = np.argsort(np.where(member_ids == root, -1, member_ids), kind="stable")
-        rows = rows[order_rows]
-        listed = rows[: max(max_members, 1)]
-        listed_ids = [int(i) for i in ids[listed]]
-        host_rows = rows[:1000]
-        wanted = sorted({int(i) for i in ids[host_rows]} | set(listed_ids) | {int(root)})
-        info = dict(zip(wanted, describe(wanted), strict=True))
+        rows = rows[order_rows][: max(max_members, 1000)]
+        listed_ids = [int(i) for i in ids[rows[: max(max_members, 1)]]]
+        host_ids = [int(i) for i in ids[rows[:1000]]]
+        plans.append((int(root), int(size), rows, listed_ids, host_ids))
+        wanted.update(listed_ids)
+        wanted.update(host_ids)
+        wanted.add(int(root))
+    asked = sorted(wanted)
+    info = dict(zip(asked, describe(asked), strict=True))
+    out: list[dict[str, Any]] = []
+    for root, size, rows, listed_ids, host_ids in plans:
         members = []
-        for row, doc in zip(listed[:max_members].tolist(), listed_ids[:max_members], strict=True):
+        for row, doc in zip(rows[:max_members].tolist(), listed_ids[:max_members], strict=True):
             members.append(
                 cluster_member(
                     info[doc][0], status[row], similarity[row], hamming[row], representative=doc == root
@@ -201,9 +211,9 @@ def summarize_clusters(
         out.append(
             {
                 "id": root_url,
-                "size": int(size),
+                "size": size,
                 "representative": root_url,
-                "hosts": sorted({info[int(i)][1] for i in ids[host_rows]}),
+                "hosts": sorted({info[i][1] for i in host_ids}),
                 "members": members,
             }
         )
@@ -568,7 +578,9 @@ class SQLiteStorage:
         """The mirror evidence (see the protocol)."""
         return self._ledger.evidence({h: c.pages for h, c in self._counts.items()}, min_pages, share)
 
-    def clusters(self, max_clusters: int, max_members: int) -> tuple[dict[int, int], list[dict[str, Any]]]:
+    def clusters(
+        self, max_clusters: int, max_members: int, *, singletons: bool = False
+    ) -> tuple[dict[int, int], list[dict[str, Any]]]:
         """Size histogram of all clusters and the largest ones (see the protocol)."""
         db = self._require()
         n = self._next
@@ -590,6 +602,7 @@ class SQLiteStorage:
             max_clusters=max_clusters,
             max_members=max_members,
             describe=self._describe,
+            singletons=singletons,
         )
 
     def memory_bytes(self) -> int:
