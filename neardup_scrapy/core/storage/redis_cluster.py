@@ -771,6 +771,15 @@ class RedisClusterStorage(RedisStorage):
         node = self._client.get_node_from_key(key)
         pipe.execute_command("EVALSHA", sha, 1, key, *args, target_nodes=node)
 
+    def _before_probe(self) -> None:
+        """Learn the slot map again before probing a cluster that failed: redis-py learns it after a
+        failed call, and a map learnt before a replica's promotion still names the dead primary, so
+        the probe after the promotion would fail on it and checking wait for the next probe."""
+        try:
+            self._client.nodes_manager.initialize()
+        except Exception as exc:  # no node answers: the probe fails and says why
+            logger.debug("neardup: cannot read the cluster's slot map: %s", exc)
+
     def _eval(
         self, name: str, key_base: str, args: Sequence[Any], what: str, *, deadline_at: int | None = None
     ) -> Any:

@@ -117,6 +117,9 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
+#: Seconds after a round trip failed all its retries before one attempt probes the server again;
+#: each probe that fails doubles the spell, up to the store's ``cooldown``.
+FIRST_PROBE = 0.5
 FORMAT = "neardup-redis/2"
 _HEAD = struct.Struct("<iBbed")  # parent, status, hamming, similarity (f16), added
 _NONE4 = b"\xff\xff\xff\xff"
@@ -732,9 +735,12 @@ class RedisStorage:
         connect_timeout: seconds to wait for a connection.
         prefetch: lookups return the records of up to this many candidates in the same round
             trip (0 disables; then :meth:`fetch` makes its own round trip).
-        cooldown: after a round trip failed all its retries, further calls fail at once for
-            this many seconds, then one attempt (without retries) probes the server, so a crawl
-            that passes pages through while Redis is down is not slowed by a backoff per page.
+        cooldown: the longest spell, after a round trip failed all its retries, during which
+            further calls fail at once; single attempts (without retries) probe the server
+            after :data:`FIRST_PROBE` seconds, then after spells that double up to ``cooldown``.
+            So a crawl that passes pages through while Redis is down is not slowed by a
+            backoff per page, and checking is back within ``cooldown`` seconds of the server
+            (or a promoted replica) answering, sooner after a short outage.
         client: an existing ``redis.Redis`` client to use instead of ``url``.
     """
 
@@ -748,7 +754,7 @@ class RedisStorage:
         socket_timeout: float = 5.0,
         connect_timeout: float = 2.0,
         prefetch: int = 64,
-        cooldown: float = 5.0,
+        cooldown: float = 4.0,
         client: Any = None,
         **_: Any,
     ) -> None:
@@ -763,6 +769,7 @@ class RedisStorage:
         self.prefetch = max(0, int(prefetch))
         self.cooldown = cooldown
         self._down_until: float | None = None
+        self._down_spell = 0.0  # the current spell between probes while the server fails
         self._client: Any = client
         self._own_client = client is None
         self._num_perm = 0
@@ -1203,13 +1210,17 @@ class RedisStorage:
             if wait > 0:
                 raise StorageError(f"Redis at {safe_url(self.url)} is unreachable (next try in {wait:.1f}s)")
             policy = RetryPolicy(attempts=1)  # half-open: one probe
+            self._before_probe()
         self.round_trips += 1
         try:
             result = call_with_retry(fn, policy, self._transient, f"Redis {what} at {safe_url(self.url)}")
             self._down_until = None
             return result
         except StorageError:
-            self._down_until = time.monotonic() + self.cooldown
+            # the first spell is short (a failover is over in seconds), each failed probe doubles it
+            failing = self._down_until is not None
+            self._down_spell = min(self.cooldown, 2 * self._down_spell if failing else FIRST_PROBE)
+            self._down_until = time.monotonic() + self._down_spell
             raise
         except redis.ResponseError as exc:
             if "NEARDUP_NOINDEX" in str(exc):
@@ -1223,6 +1234,9 @@ class RedisStorage:
             raise StorageError(f"Redis {what} at {safe_url(self.url)} failed: {exc}") from exc
         except redis.RedisError as exc:
             raise StorageError(f"Redis {what} at {safe_url(self.url)} failed: {exc}") from exc
+
+    def _before_probe(self) -> None:
+        """Called before a single attempt probes a server that failed (nothing to do on one server)."""
 
     def _run(self, script: str, args: Sequence[Any], what: str, *, deadline_at: int | None = None) -> Any:
         """Run a script; ``args[deadline_at]`` gets a fresh commit deadline at each attempt."""
