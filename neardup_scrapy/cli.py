@@ -255,6 +255,66 @@ def _err(message: str) -> None:
 # -- files -------------------------------------------------------------------------------------
 
 
+def _file_identity(path: str) -> set[tuple[Any, ...]]:
+    """What names the file at ``path``: its resolved path (symlinks followed) and, when it
+    exists, its device and inode (which hard links share); ``-`` is the standard stream."""
+    keys: set[tuple[Any, ...]] = {("path", os.path.realpath(os.path.expanduser(path)))}
+    with contextlib.suppress(OSError):
+        info = os.stat(path)
+        keys.add(("inode", info.st_dev, info.st_ino))
+    return keys
+
+
+def _stdout_identity() -> set[tuple[Any, ...]]:
+    """The file standard output is redirected to (``> file``, ``>> file``), when it is one."""
+    try:
+        info = os.fstat(sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        return set()
+    import stat
+
+    return {("inode", info.st_dev, info.st_ino)} if stat.S_ISREG(info.st_mode) else set()
+
+
+def _check_distinct(
+    inputs: Sequence[tuple[str | None, str]], outputs: Sequence[tuple[str | None, str]]
+) -> None:
+    """Refuse (one line, exit 2) an output that is one of the inputs or another output.
+
+    Files are compared by resolved path and by device and inode, so a symlink, a hard link or
+    another spelling of a path is the same file; ``-`` as an output is standard output, which may
+    itself be redirected to an input. Checked before anything is opened for writing.
+    """
+    known: list[tuple[set[tuple[Any, ...]], str, str]] = []
+    for path, what in inputs:
+        if path and path != "-":
+            known.append((_file_identity(path), what, path))
+    to_stdout: str | None = None
+    for path, what in outputs:
+        if path is None:
+            continue
+        if path == "-":
+            if to_stdout is not None:
+                raise CliError(
+                    f"{to_stdout} and {what} both write to standard output; give each its own file"
+                )
+            to_stdout = what
+            keys, name = _stdout_identity(), "standard output"
+        else:
+            keys, name = _file_identity(path), path
+        for other_keys, other_what, other_path in known:
+            if keys & other_keys:
+                if other_what.startswith("INPUT"):
+                    raise CliError(
+                        f"{what} {name} is the input {other_path}; {PROG} never writes over its input: "
+                        "choose another file name"
+                    )
+                raise CliError(
+                    f"{what} {name} is the same file as {other_what} {other_path}; give each output its own"
+                )
+        known.append((keys, what, name))
+
+
 def _check_writable(path: str | None, what: str) -> None:
     """Fail early (before the scan) when an output file cannot be created."""
     if not path or path == "-":
@@ -305,7 +365,13 @@ class _ClosingGzip(io.BufferedWriter):
 
 
 def _write_text(path: str, text: str) -> None:
-    """Write a UTF-8 text file; a new or regular file atomically (temporary file, then rename)."""
+    """Write a UTF-8 text file; a new or regular file atomically (temporary file, then rename);
+    ``-``: standard output."""
+    if path == "-":
+        sys.stdout.flush()
+        sys.stdout.buffer.write(text.encode("utf-8", "replace"))
+        sys.stdout.buffer.flush()
+        return
     regular = not os.path.lexists(path) or (os.path.isfile(path) and not os.path.islink(path))
     target = f"{path}.tmp{os.getpid()}" if regular else path
     try:
@@ -417,14 +483,15 @@ def _run_scan(args: argparse.Namespace) -> int:
         raise CliError(f"argument --max-body-bytes: invalid value {args.max_body_bytes}: expected >= 0")
     if args.jobs is not None and args.jobs < 1:
         raise CliError(f"argument --jobs: invalid value {args.jobs}: expected an integer >= 1")
-    detector = _detector(args)
     outputs = (
-        (args.output, "OUTPUT"),
+        (args.output if args.output is not None or sys.stdout.isatty() else "-", "OUTPUT"),
         (args.report, "--report"),
         (args.html, "--html"),
         (args.clusters, "--clusters"),
         (args.pairs, "--pairs"),
     )
+    _check_distinct([(args.input, "INPUT")], outputs)
+    detector = _detector(args)
     for path, what in outputs:
         _check_writable(path, what)
     _export_options(args)
@@ -518,7 +585,7 @@ def _run_scan(args: argparse.Namespace) -> int:
         lines = format_summary(report, max_lines=SUMMARY_LINES - 3)
         lines += _input_lines(stats, elapsed)
         if written:
-            lines.append("wrote: " + ", ".join(written))
+            lines.append("wrote: " + ", ".join("<stdout>" if name == "-" else name for name in written))
         sys.stderr.write("".join(line + "\n" for line in lines))
         sys.stderr.flush()
     if status == EXIT_OK and stats.problems:
@@ -532,12 +599,21 @@ def _write_exports(args: argparse.Namespace, detector: Any) -> list[str]:
     clusters = cluster_rows(detector.storage)
     done = []
     try:
-        if args.clusters:
-            write_rows(args.clusters, clusters, "clusters")
-            done.append(args.clusters)
-        if args.pairs:
-            write_rows(args.pairs, pair_rows(clusters), "pairs")
-            done.append(args.pairs)
+        for path, kind in ((args.clusters, "clusters"), (args.pairs, "pairs")):
+            if not path:
+                continue
+            rows = clusters if kind == "clusters" else pair_rows(clusters)
+            if path == "-":  # JSON Lines on standard output
+                out = sys.stdout.buffer
+                for row in rows:
+                    out.write(
+                        json.dumps(row, ensure_ascii=False, allow_nan=False).encode("utf-8", "replace")
+                        + b"\n"
+                    )
+                out.flush()
+            else:
+                write_rows(path, rows, kind)
+            done.append(path)
     except (OSError, ImportError) as exc:
         raise CliError(f"cannot write an export: {exc}") from None
     return done
@@ -745,6 +821,7 @@ def _run_report(args: argparse.Namespace) -> int:
     output = args.output
     if output is None:
         output = "-" if args.report == "-" else re.sub(r"(\.json)?(\.gz)?$", "", args.report) + ".html"
+    _check_distinct([(args.report, "INPUT")], [(output, "OUTPUT")])
     _check_writable(output, "OUTPUT")
     data = _read_report(args.report)
     try:
