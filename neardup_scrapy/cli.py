@@ -8,6 +8,7 @@ Usage::
                         [--num-perm N] [--shingle-size N] [--min-tokens N]
                         [--simhash-distance N] [--scope global|host] [-q | -v]
     neardup-scrapy report REPORT.json [-o REPORT.html] [--summary] [-q]
+    neardup-scrapy check-index PATH... [-q]
 
 ``scan`` reads JSON Lines or a JSON array (Scrapy's ``-O items.jsonl`` / ``-O items.json``
 feeds; gzip allowed; ``-`` for stdin), one page per record with ``url`` and ``html`` (or
@@ -222,6 +223,25 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--summary", action="store_true", help="also print the text summary on stderr")
     report.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     report.set_defaults(run=_run_report)
+
+    check = sub.add_parser(
+        "check-index",
+        help="look for damage in a disk index that the check at open cannot see",
+        description=(
+            "Check every record, bucket entry, cluster parent and host counter of a disk index "
+            "(NEARDUP_STORAGE = 'disk'), read-only: values of the wrong type or size, pages whose "
+            "bucket entries are missing (lookups no longer find them), cycles of cluster parents."
+        ),
+        epilog="Exit status: 0 no damage found, 1 the index is damaged, 2 usage error or unreadable file.",
+    )
+    check.add_argument(
+        "path",
+        metavar="PATH",
+        nargs="+",
+        help="the index file, or a JOBDIR (its neardup.sqlite and neardup-items.sqlite)",
+    )
+    check.add_argument("-q", "--quiet", action="store_true", help="print only what is damaged")
+    check.set_defaults(run=_run_check_index)
     return parser
 
 
@@ -812,6 +832,33 @@ def _read_report(path: str) -> Any:
         raise CliError(f"{path}: not UTF-8 JSON") from None
     except ValueError as exc:  # NaN or Infinity, an integer too long to read
         raise CliError(f"{path}: not JSON: {exc}") from None
+
+
+def _run_check_index(args: argparse.Namespace) -> int:
+    from .core.storage import StorageError
+    from .core.storage.sqlite_check import check_index, describe
+
+    files: list[str] = []
+    for path in args.path:
+        if os.path.isdir(path):
+            found = [os.path.join(path, n) for n in ("neardup.sqlite", "neardup-items.sqlite")]
+            found = [f for f in found if os.path.isfile(f)]
+            if not found:
+                raise CliError(f"{path}: no neardup.sqlite in this directory")
+            files += found
+        else:
+            files.append(path)
+    damaged = False
+    for path in files:
+        try:
+            result = check_index(path)
+        except StorageError as exc:
+            raise CliError(str(exc)) from None
+        damaged = damaged or result.damaged
+        if result.damaged or not args.quiet:
+            sys.stdout.write("".join(line + "\n" for line in describe(result)))
+            sys.stdout.flush()
+    return EXIT_MALFORMED if damaged else EXIT_OK
 
 
 def _run_report(args: argparse.Namespace) -> int:
