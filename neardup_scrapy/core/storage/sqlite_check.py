@@ -282,10 +282,15 @@ def _keys_present(
     return content_ok, url_found
 
 
+def _plural(count: int, word: str, words: str | None = None) -> str:
+    return f"{count:,} {word if count == 1 else (words or word + 's')}"
+
+
 def describe(check: IndexCheck) -> list[str]:
     """The check's result as text lines (the last one says whether the index is damaged)."""
     lines = [
-        f"{check.path}: {check.pages:,} pages, {check.bucket_entries:,} bucket entries, {check.hosts:,} hosts"
+        f"{check.path}: {_plural(check.pages, 'page')}, {_plural(check.bucket_entries, 'bucket entry', 'bucket entries')}, "
+        f"{_plural(check.hosts, 'host')}"
         + (f", {check.expired:,} forgotten by the ttl" if check.expired else "")
     ]
     for finding in check.findings:
