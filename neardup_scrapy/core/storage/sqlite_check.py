@@ -289,8 +289,8 @@ def _plural(count: int, word: str, words: str | None = None) -> str:
 def describe(check: IndexCheck) -> list[str]:
     """The check's result as text lines (the last one says whether the index is damaged)."""
     lines = [
-        f"{check.path}: {_plural(check.pages, 'page')}, {_plural(check.bucket_entries, 'bucket entry', 'bucket entries')}, "
-        f"{_plural(check.hosts, 'host')}"
+        f"{check.path}: {_plural(check.pages, 'page')}, "
+        f"{_plural(check.bucket_entries, 'bucket entry', 'bucket entries')}, {_plural(check.hosts, 'host')}"
         + (f", {check.expired:,} forgotten by the ttl" if check.expired else "")
     ]
     for finding in check.findings:
