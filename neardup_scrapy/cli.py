@@ -699,9 +699,11 @@ def _scan_loop(  # noqa: PLR0917
     stats: ScanStats,
     waiting: list[str],
 ) -> None:
+    from .core.urls import redact_url
     from .inputs.base import NO_BODY
     from .inputs.detect import WACZ, WARC
     from .inputs.warc import is_html_response
+    from .report.escapes import shown as escaped
     from .scanjobs import analysed, default_jobs
 
     dumps = json.dumps
@@ -728,7 +730,7 @@ def _scan_loop(  # noqa: PLR0917
                     stats.problem_numbers.append(number)
                 if verbose or shown < MAX_LINE_MESSAGES:
                     shown += 1
-                    message = f"{PROG}: {source.name}:{number}: {reason}"
+                    message = f"{PROG}: {escaped(source.name)}:{number}: {escaped(reason)}"
                     if not verbose and shown == MAX_LINE_MESSAGES:
                         message += f"\n{PROG}: further unusable records are counted but not shown (use -v)"
                     # Until a page has a body, "no page body" waits: an input with none gets one hint.
@@ -760,10 +762,10 @@ def _scan_loop(  # noqa: PLR0917
                 if verbose:
                     sim = "-" if verdict.similarity is None else f"{verdict.similarity:.3f}"
                     ham = "-" if verdict.hamming is None else str(verdict.hamming)
-                    where = f"{source.name}:{number}"
-                    progress.write(
-                        f"{where}: {verdict.status} J={sim} H={ham} {record.url} -> {verdict.duplicate_of}"
-                    )
+                    where = f"{escaped(source.name)}:{number}"
+                    url = escaped(redact_url(record.url))
+                    original = escaped(redact_url(verdict.duplicate_of or ""))
+                    progress.write(f"{where}: {verdict.status} J={sim} H={ham} {url} -> {original}")
             if write is not None:
                 tag = verdict.to_dict()
                 if archive:

@@ -12,6 +12,11 @@ written as JSON Lines, or as Parquet when the file name ends with ``.parquet`` (
   similarity and Hamming distance were measured against. Joining each ``url`` to its
   ``duplicate_of`` rebuilds the clusters.
 
+Urls are written as crawled, but for the password of a user info (``https://user:***@host/``,
+and a user info without a password masked whole: often an access token), as in the report:
+exports are shared more widely than the crawl's own items. Every other character is kept, so
+the urls join the crawl's items and a scan's OUTPUT (whose records are kept unchanged).
+
 Pure code: no Scrapy here.
 """
 
@@ -24,6 +29,7 @@ from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 from .storage.base import IndexStorage
+from .urls import redact_url
 
 __all__ = ["cluster_rows", "pair_rows", "write_rows"]
 
@@ -41,10 +47,10 @@ def cluster_rows(storage: IndexStorage) -> list[dict[str, Any]]:
     _hist, every = storage.clusters(_ALL, _ALL, singletons=True)
     return [
         {
-            "cluster": cluster["representative"],
+            "cluster": redact_url(cluster["representative"]),
             "size": int(cluster["size"]),
             "hosts": list(cluster["hosts"]),
-            "members": [dict(m) for m in cluster["members"]],
+            "members": [{**m, "url": redact_url(m["url"])} for m in cluster["members"]],
         }
         for cluster in every
     ]

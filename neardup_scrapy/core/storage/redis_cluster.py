@@ -486,13 +486,18 @@ class RedisClusterStorage(RedisStorage):
                     socket_connect_timeout=self.connect_timeout,
                 )
             except ValueError as exc:
-                raise StorageError(f"invalid Redis url {safe_url(self.url)}: {exc}") from exc
+                # not chained: the parser's error may quote the url's parts (a traceback would show them)
+                raise StorageError(f"invalid Redis url {safe_url(self.url)}: {self._said(exc)}") from None
             except (redis.RedisError, RedisClusterException) as exc:
-                raise StorageError(f"cannot reach the Redis Cluster at {safe_url(self.url)}: {exc}") from exc
+                raise StorageError(
+                    f"cannot reach the Redis Cluster at {safe_url(self.url)}: {self._said(exc)}"
+                ) from exc
         try:
             self._load_scripts()
         except (redis.RedisError, RedisClusterException) as exc:
-            raise StorageError(f"cannot reach the Redis Cluster at {safe_url(self.url)}: {exc}") from exc
+            raise StorageError(
+                f"cannot reach the Redis Cluster at {safe_url(self.url)}: {self._said(exc)}"
+            ) from exc
         wanted = {k: json.loads(json.dumps(v, allow_nan=False)) for k, v in signature.items()}
         load, maxval = self._listpack_limits()
         self._init_args = [self._base, FORMAT, load, maxval, self.groups]
@@ -778,7 +783,7 @@ class RedisClusterStorage(RedisStorage):
         try:
             self._client.nodes_manager.initialize()
         except Exception as exc:  # no node answers: the probe fails and says why
-            logger.debug("neardup: cannot read the cluster's slot map: %s", exc)
+            logger.debug("neardup: cannot read the cluster's slot map: %s", self._said(exc))
 
     def _eval(
         self, name: str, key_base: str, args: Sequence[Any], what: str, *, deadline_at: int | None = None

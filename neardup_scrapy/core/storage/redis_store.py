@@ -82,13 +82,13 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
 from neardup_scrapy.core.hashing import mix64
 from neardup_scrapy.core.minhash import STORED_DTYPE
 from neardup_scrapy.core.mirrors import MirrorEvidence, Rows, read_evidence
+from neardup_scrapy.core.urls import redact_connection_url, scrub
 
 from .base import (
     BUCKET_CAP,
@@ -630,18 +630,9 @@ return out
 
 
 def safe_url(url: str) -> str:
-    """``url`` without its password (for messages and logs)."""
-    try:
-        parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        netloc = parts.hostname or ""
-        netloc = f"{parts.username or ''}:***@{netloc}"
-        if parts.port:
-            netloc += f":{parts.port}"
-        return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
-    except ValueError:
-        return "<unparseable redis url>"
+    """``url`` without its secrets (for messages and logs; see
+    :func:`~neardup_scrapy.core.urls.redact_connection_url`)."""
+    return redact_connection_url(url)
 
 
 _NO_IDS = np.empty(0, dtype="<u4")
@@ -821,7 +812,8 @@ class RedisStorage:
                     retry=Retry(NoBackoff(), 0),
                 )
             except ValueError as exc:
-                raise StorageError(f"invalid Redis url {safe_url(self.url)}: {exc}") from exc
+                # not chained: the parser's error may quote the url's parts (a traceback would show them)
+                raise StorageError(f"invalid Redis url {safe_url(self.url)}: {self._said(exc)}") from None
         client = self._client
         for name, source in (
             ("lookup", _LUA_LOOKUP),
@@ -835,9 +827,11 @@ class RedisStorage:
         try:
             client.ping()
         except self._transient as exc:
-            raise StorageError(f"cannot reach Redis at {safe_url(self.url)}: {exc}") from exc
+            raise StorageError(f"cannot reach Redis at {safe_url(self.url)}: {self._said(exc)}") from exc
         except redis.RedisError as exc:
-            raise StorageError(f"Redis at {safe_url(self.url)} refused the connection: {exc}") from exc
+            raise StorageError(
+                f"Redis at {safe_url(self.url)} refused the connection: {self._said(exc)}"
+            ) from exc
         wanted = {k: json.loads(json.dumps(v, allow_nan=False)) for k, v in signature.items()}
         load, maxval = self._listpack_limits()
         self._init_args = [self.prefix, FORMAT, load, maxval, 0]
@@ -1213,7 +1207,9 @@ class RedisStorage:
             self._before_probe()
         self.round_trips += 1
         try:
-            result = call_with_retry(fn, policy, self._transient, f"Redis {what} at {safe_url(self.url)}")
+            result = call_with_retry(
+                fn, policy, self._transient, f"Redis {what} at {safe_url(self.url)}", said=self._said
+            )
             self._down_until = None
             return result
         except StorageError:
@@ -1231,9 +1227,13 @@ class RedisStorage:
                     f"the neardup index at {self.where} vanished (was Redis restarted without persistence, "
                     "or the keys deleted?)"
                 ) from exc
-            raise StorageError(f"Redis {what} at {safe_url(self.url)} failed: {exc}") from exc
+            raise StorageError(f"Redis {what} at {safe_url(self.url)} failed: {self._said(exc)}") from exc
         except redis.RedisError as exc:
-            raise StorageError(f"Redis {what} at {safe_url(self.url)} failed: {exc}") from exc
+            raise StorageError(f"Redis {what} at {safe_url(self.url)} failed: {self._said(exc)}") from exc
+
+    def _said(self, exc: BaseException) -> str:
+        """An error's message without the secrets of the url (a client library may quote them)."""
+        return scrub(str(exc), self.url)
 
     def _before_probe(self) -> None:
         """Called before a single attempt probes a server that failed (nothing to do on one server)."""

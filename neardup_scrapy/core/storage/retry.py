@@ -60,6 +60,7 @@ def call_with_retry(
     *,
     on_retry: Callable[[BaseException], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    said: Callable[[BaseException], str] = str,
 ) -> T:
     """Call ``fn``; retry on ``transient`` errors with backoff, then raise :class:`StorageError`.
 
@@ -70,6 +71,7 @@ def call_with_retry(
         what: short description for the log and the error message (no secrets).
         on_retry: called with the error before each retry (e.g. to reset a connection pool).
         sleep: the sleep function (tests replace it).
+        said: an error's message as logged and raised (a store removes its url's secrets).
 
     Raises:
         StorageError: every attempt failed with a transient error.
@@ -80,10 +82,15 @@ def call_with_retry(
             return fn()
         except transient as exc:
             if attempt >= len(delays):
-                raise StorageError(f"{what} failed after {policy.attempts} attempt(s): {exc}") from exc
+                raise StorageError(f"{what} failed after {policy.attempts} attempt(s): {said(exc)}") from exc
             delay = delays[attempt]
             logger.warning(
-                "neardup: %s failed (%s); retry %d/%d in %.2fs", what, exc, attempt + 1, len(delays), delay
+                "neardup: %s failed (%s); retry %d/%d in %.2fs",
+                what,
+                said(exc),
+                attempt + 1,
+                len(delays),
+                delay,
             )
             if on_retry is not None:
                 on_retry(exc)
