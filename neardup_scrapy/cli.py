@@ -103,8 +103,8 @@ def _version() -> str:
 
 
 _EPILOG = (
-    "Exit status: 0 ok, 1 some records could not be used, 2 usage or I/O error or no page bodies, "
-    "130 interrupted."
+    "Exit status: 0 ok, 1 some records could not be used, 2 usage or I/O error, an output that is "
+    "the input or another output, or no page bodies, 130 interrupted."
 )
 
 
@@ -139,17 +139,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="OUTPUT",
         help="tagged records (.gz compresses; - for stdout); default: stdout unless it is a terminal",
     )
-    scan.add_argument("--report", metavar="REPORT.json", help="write the JSON report (neardup-report/1)")
-    scan.add_argument("--html", metavar="REPORT.html", help="write the HTML report")
+    scan.add_argument(
+        "--report", metavar="REPORT.json", help="write the JSON report (neardup-report/1; - for stdout)"
+    )
+    scan.add_argument("--html", metavar="REPORT.html", help="write the HTML report (- for stdout)")
     scan.add_argument(
         "--clusters",
         metavar="FILE",
-        help="write every cluster with every member (JSON Lines; Parquet if FILE ends .parquet)",
+        help="write every cluster with every member (JSON Lines, - for stdout; Parquet if .parquet)",
     )
     scan.add_argument(
         "--pairs",
         metavar="FILE",
-        help="write every duplicate with its representative (JSON Lines; Parquet if .parquet)",
+        help="write every duplicate with its representative (JSON Lines, - for stdout; Parquet if .parquet)",
     )
     scan.add_argument(
         "--jobs",
