@@ -229,10 +229,11 @@ def summarize_clusters(
     unique_roots, sizes = np.unique(roots, return_counts=True)
     multi = sizes > 1
     hist = {int(s): int(c) for s, c in zip(*np.unique(sizes[multi], return_counts=True), strict=True)}
-    listed = sizes > (0 if singletons else 1)
-    order = np.lexsort((unique_roots[listed], -sizes[listed]))[:max_clusters]
-    chosen = unique_roots[listed][order]
-    chosen_sizes = sizes[listed][order]
+    order = np.lexsort((unique_roots[multi], -sizes[multi]))[:max_clusters]
+    chosen = unique_roots[multi][order]
+    chosen_sizes = sizes[multi][order]
+    # clusters of one page (the full exports): the root is the page, in id order, described at once
+    lone = unique_roots[~multi][: max(max_clusters - len(chosen), 0)] if singletons else unique_roots[:0]
     by_root = np.argsort(roots, kind="stable")
     sorted_roots = roots[by_root]
     plans: list[tuple[int, int, I64Array, list[int], list[int]]] = []
@@ -250,7 +251,8 @@ def summarize_clusters(
         wanted.update(listed_ids)
         wanted.update(host_ids)
         wanted.add(int(root))
-    asked = sorted(wanted)
+    lone_ids = lone.tolist()  # a cluster of one page is rooted at that page
+    asked = sorted(wanted.union(lone_ids))
     info = dict(zip(asked, describe(asked), strict=True))
     out: list[dict[str, Any]] = []
     for root, size, rows, listed_ids, host_ids in plans:
@@ -271,6 +273,10 @@ def summarize_clusters(
                 "members": members,
             }
         )
+    for doc in lone_ids:
+        url, host = info[doc]
+        member = {"url": url, "status": "unique", "similarity": None, "hamming": None}
+        out.append({"id": url, "size": 1, "representative": url, "hosts": [host], "members": [member]})
     return hist, out
 
 
