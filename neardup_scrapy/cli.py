@@ -8,6 +8,7 @@ Usage::
                         [--num-perm N] [--shingle-size N] [--min-tokens N]
                         [--simhash-distance N] [--scope global|host] [-q | -v]
     neardup-scrapy report REPORT.json [-o REPORT.html] [--summary] [-q]
+    neardup-scrapy check-index PATH... [-q]
 
 ``scan`` reads JSON Lines or a JSON array (Scrapy's ``-O items.jsonl`` / ``-O items.json``
 feeds; gzip allowed; ``-`` for stdin), one page per record with ``url`` and ``html`` (or
@@ -102,8 +103,8 @@ def _version() -> str:
 
 
 _EPILOG = (
-    "Exit status: 0 ok, 1 some records could not be used, 2 usage or I/O error or no page bodies, "
-    "130 interrupted."
+    "Exit status: 0 ok, 1 some records could not be used, 2 usage or I/O error, an output that is "
+    "the input or another output, or no page bodies, 130 interrupted."
 )
 
 
@@ -138,17 +139,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="OUTPUT",
         help="tagged records (.gz compresses; - for stdout); default: stdout unless it is a terminal",
     )
-    scan.add_argument("--report", metavar="REPORT.json", help="write the JSON report (neardup-report/1)")
-    scan.add_argument("--html", metavar="REPORT.html", help="write the HTML report")
+    scan.add_argument(
+        "--report", metavar="REPORT.json", help="write the JSON report (neardup-report/1; - for stdout)"
+    )
+    scan.add_argument("--html", metavar="REPORT.html", help="write the HTML report (- for stdout)")
     scan.add_argument(
         "--clusters",
         metavar="FILE",
-        help="write every cluster with every member (JSON Lines; Parquet if FILE ends .parquet)",
+        help="write every cluster with every member (JSON Lines, - for stdout; Parquet if .parquet)",
     )
     scan.add_argument(
         "--pairs",
         metavar="FILE",
-        help="write every duplicate with its representative (JSON Lines; Parquet if .parquet)",
+        help="write every duplicate with its representative (JSON Lines, - for stdout; Parquet if .parquet)",
     )
     scan.add_argument(
         "--jobs",
@@ -222,6 +225,25 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--summary", action="store_true", help="also print the text summary on stderr")
     report.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     report.set_defaults(run=_run_report)
+
+    check = sub.add_parser(
+        "check-index",
+        help="look for damage in a disk index that the check at open cannot see",
+        description=(
+            "Check every record, bucket entry, cluster parent and host counter of a disk index "
+            "(NEARDUP_STORAGE = 'disk'), read-only: values of the wrong type or size, pages whose "
+            "bucket entries are missing (lookups no longer find them), cycles of cluster parents."
+        ),
+        epilog="Exit status: 0 no damage found, 1 the index is damaged, 2 usage error or unreadable file.",
+    )
+    check.add_argument(
+        "path",
+        metavar="PATH",
+        nargs="+",
+        help="the index file, or a JOBDIR (its neardup.sqlite and neardup-items.sqlite)",
+    )
+    check.add_argument("-q", "--quiet", action="store_true", help="print only what is damaged")
+    check.set_defaults(run=_run_check_index)
     return parser
 
 
@@ -253,6 +275,66 @@ def _err(message: str) -> None:
 
 
 # -- files -------------------------------------------------------------------------------------
+
+
+def _file_identity(path: str) -> set[tuple[Any, ...]]:
+    """What names the file at ``path``: its resolved path (symlinks followed) and, when it
+    exists, its device and inode (which hard links share); ``-`` is the standard stream."""
+    keys: set[tuple[Any, ...]] = {("path", os.path.realpath(os.path.expanduser(path)))}
+    with contextlib.suppress(OSError):
+        info = os.stat(path)
+        keys.add(("inode", info.st_dev, info.st_ino))
+    return keys
+
+
+def _stdout_identity() -> set[tuple[Any, ...]]:
+    """The file standard output is redirected to (``> file``, ``>> file``), when it is one."""
+    try:
+        info = os.fstat(sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        return set()
+    import stat
+
+    return {("inode", info.st_dev, info.st_ino)} if stat.S_ISREG(info.st_mode) else set()
+
+
+def _check_distinct(
+    inputs: Sequence[tuple[str | None, str]], outputs: Sequence[tuple[str | None, str]]
+) -> None:
+    """Refuse (one line, exit 2) an output that is one of the inputs or another output.
+
+    Files are compared by resolved path and by device and inode, so a symlink, a hard link or
+    another spelling of a path is the same file; ``-`` as an output is standard output, which may
+    itself be redirected to an input. Checked before anything is opened for writing.
+    """
+    known: list[tuple[set[tuple[Any, ...]], str, str]] = []
+    for path, what in inputs:
+        if path and path != "-":
+            known.append((_file_identity(path), what, path))
+    to_stdout: str | None = None
+    for path, what in outputs:
+        if path is None:
+            continue
+        if path == "-":
+            if to_stdout is not None:
+                raise CliError(
+                    f"{to_stdout} and {what} both write to standard output; give each its own file"
+                )
+            to_stdout = what
+            keys, name = _stdout_identity(), "standard output"
+        else:
+            keys, name = _file_identity(path), path
+        for other_keys, other_what, other_path in known:
+            if keys & other_keys:
+                if other_what.startswith("INPUT"):
+                    raise CliError(
+                        f"{what} {name} is the input {other_path}; {PROG} never writes over its input: "
+                        "choose another file name"
+                    )
+                raise CliError(
+                    f"{what} {name} is the same file as {other_what} {other_path}; give each output its own"
+                )
+        known.append((keys, what, name))
 
 
 def _check_writable(path: str | None, what: str) -> None:
@@ -305,7 +387,13 @@ class _ClosingGzip(io.BufferedWriter):
 
 
 def _write_text(path: str, text: str) -> None:
-    """Write a UTF-8 text file; a new or regular file atomically (temporary file, then rename)."""
+    """Write a UTF-8 text file; a new or regular file atomically (temporary file, then rename);
+    ``-``: standard output."""
+    if path == "-":
+        sys.stdout.flush()
+        sys.stdout.buffer.write(text.encode("utf-8", "replace"))
+        sys.stdout.buffer.flush()
+        return
     regular = not os.path.lexists(path) or (os.path.isfile(path) and not os.path.islink(path))
     target = f"{path}.tmp{os.getpid()}" if regular else path
     try:
@@ -417,14 +505,15 @@ def _run_scan(args: argparse.Namespace) -> int:
         raise CliError(f"argument --max-body-bytes: invalid value {args.max_body_bytes}: expected >= 0")
     if args.jobs is not None and args.jobs < 1:
         raise CliError(f"argument --jobs: invalid value {args.jobs}: expected an integer >= 1")
-    detector = _detector(args)
     outputs = (
-        (args.output, "OUTPUT"),
+        (args.output if args.output is not None or sys.stdout.isatty() else "-", "OUTPUT"),
         (args.report, "--report"),
         (args.html, "--html"),
         (args.clusters, "--clusters"),
         (args.pairs, "--pairs"),
     )
+    _check_distinct([(args.input, "INPUT")], outputs)
+    detector = _detector(args)
     for path, what in outputs:
         _check_writable(path, what)
     _export_options(args)
@@ -518,7 +607,7 @@ def _run_scan(args: argparse.Namespace) -> int:
         lines = format_summary(report, max_lines=SUMMARY_LINES - 3)
         lines += _input_lines(stats, elapsed)
         if written:
-            lines.append("wrote: " + ", ".join(written))
+            lines.append("wrote: " + ", ".join("<stdout>" if name == "-" else name for name in written))
         sys.stderr.write("".join(line + "\n" for line in lines))
         sys.stderr.flush()
     if status == EXIT_OK and stats.problems:
@@ -532,12 +621,21 @@ def _write_exports(args: argparse.Namespace, detector: Any) -> list[str]:
     clusters = cluster_rows(detector.storage)
     done = []
     try:
-        if args.clusters:
-            write_rows(args.clusters, clusters, "clusters")
-            done.append(args.clusters)
-        if args.pairs:
-            write_rows(args.pairs, pair_rows(clusters), "pairs")
-            done.append(args.pairs)
+        for path, kind in ((args.clusters, "clusters"), (args.pairs, "pairs")):
+            if not path:
+                continue
+            rows = clusters if kind == "clusters" else pair_rows(clusters)
+            if path == "-":  # JSON Lines on standard output
+                out = sys.stdout.buffer
+                for row in rows:
+                    out.write(
+                        json.dumps(row, ensure_ascii=False, allow_nan=False).encode("utf-8", "replace")
+                        + b"\n"
+                    )
+                out.flush()
+            else:
+                write_rows(path, rows, kind)
+            done.append(path)
     except (OSError, ImportError) as exc:
         raise CliError(f"cannot write an export: {exc}") from None
     return done
@@ -603,9 +701,11 @@ def _scan_loop(  # noqa: PLR0917
     stats: ScanStats,
     waiting: list[str],
 ) -> None:
+    from .core.urls import redact_url
     from .inputs.base import NO_BODY
     from .inputs.detect import WACZ, WARC
     from .inputs.warc import is_html_response
+    from .report.escapes import shown as escaped
     from .scanjobs import analysed, default_jobs
 
     dumps = json.dumps
@@ -632,7 +732,7 @@ def _scan_loop(  # noqa: PLR0917
                     stats.problem_numbers.append(number)
                 if verbose or shown < MAX_LINE_MESSAGES:
                     shown += 1
-                    message = f"{PROG}: {source.name}:{number}: {reason}"
+                    message = f"{PROG}: {escaped(source.name)}:{number}: {escaped(reason)}"
                     if not verbose and shown == MAX_LINE_MESSAGES:
                         message += f"\n{PROG}: further unusable records are counted but not shown (use -v)"
                     # Until a page has a body, "no page body" waits: an input with none gets one hint.
@@ -664,10 +764,10 @@ def _scan_loop(  # noqa: PLR0917
                 if verbose:
                     sim = "-" if verdict.similarity is None else f"{verdict.similarity:.3f}"
                     ham = "-" if verdict.hamming is None else str(verdict.hamming)
-                    where = f"{source.name}:{number}"
-                    progress.write(
-                        f"{where}: {verdict.status} J={sim} H={ham} {record.url} -> {verdict.duplicate_of}"
-                    )
+                    where = f"{escaped(source.name)}:{number}"
+                    url = escaped(redact_url(record.url))
+                    original = escaped(redact_url(verdict.duplicate_of or ""))
+                    progress.write(f"{where}: {verdict.status} J={sim} H={ham} {url} -> {original}")
             if write is not None:
                 tag = verdict.to_dict()
                 if archive:
@@ -738,6 +838,33 @@ def _read_report(path: str) -> Any:
         raise CliError(f"{path}: not JSON: {exc}") from None
 
 
+def _run_check_index(args: argparse.Namespace) -> int:
+    from .core.storage import StorageError
+    from .core.storage.sqlite_check import check_index, describe
+
+    files: list[str] = []
+    for path in args.path:
+        if os.path.isdir(path):
+            found = [os.path.join(path, n) for n in ("neardup.sqlite", "neardup-items.sqlite")]
+            found = [f for f in found if os.path.isfile(f)]
+            if not found:
+                raise CliError(f"{path}: no neardup.sqlite in this directory")
+            files += found
+        else:
+            files.append(path)
+    damaged = False
+    for path in files:
+        try:
+            result = check_index(path)
+        except StorageError as exc:
+            raise CliError(str(exc)) from None
+        damaged = damaged or result.damaged
+        if result.damaged or not args.quiet:
+            sys.stdout.write("".join(line + "\n" for line in describe(result)))
+            sys.stdout.flush()
+    return EXIT_MALFORMED if damaged else EXIT_OK
+
+
 def _run_report(args: argparse.Namespace) -> int:
     from .report.html import render_html
     from .report.schema import ReportFormatError, validate_report
@@ -745,6 +872,7 @@ def _run_report(args: argparse.Namespace) -> int:
     output = args.output
     if output is None:
         output = "-" if args.report == "-" else re.sub(r"(\.json)?(\.gz)?$", "", args.report) + ".html"
+    _check_distinct([(args.report, "INPUT")], [(output, "OUTPUT")])
     _check_writable(output, "OUTPUT")
     data = _read_report(args.report)
     try:

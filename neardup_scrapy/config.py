@@ -17,6 +17,7 @@ from typing import Any
 from scrapy.settings import BaseSettings
 
 from .core.params import DetectorParams, ParameterError
+from .core.urls import redact_connection_url
 
 __all__ = [
     "ACTIONS",
@@ -160,8 +161,8 @@ class NeardupConfig:
 
 
 def _redact(url: str) -> str:
-    """Hide a password in a ``redis://user:password@host`` url."""
-    return re.sub(r"(//[^:/@]*:)[^@/]*@", r"\1***@", url)
+    """A Redis url without its secrets (user info password, ``?password=`` …)."""
+    return redact_connection_url(url)
 
 
 class _Reader:
@@ -338,10 +339,12 @@ def parse_settings(settings: BaseSettings, spider_name: str | None = None) -> Ne
         or DEFAULT_REDIS_URL
     )
     if storage == "redis" and not re.match(r"^(redis|rediss|unix)://", redis_url):
-        raise NeardupSettingsError("NEARDUP_REDIS_URL", redis_url, "a redis://, rediss:// or unix:// url")
+        raise NeardupSettingsError(
+            "NEARDUP_REDIS_URL", _redact(redis_url), "a redis://, rediss:// or unix:// url"
+        )
     if storage == "redis-cluster" and not re.match(r"^(redis|rediss)://", redis_url):
         raise NeardupSettingsError(
-            "NEARDUP_REDIS_URL", redis_url, "a redis:// or rediss:// url of a cluster node"
+            "NEARDUP_REDIS_URL", _redact(redis_url), "a redis:// or rediss:// url of a cluster node"
         )
     redis_prefix = read.optional_str("NEARDUP_REDIS_PREFIX", "a string") or spider_name or "neardup"
     if storage == "redis-cluster" and ("{" in redis_prefix or "}" in redis_prefix):

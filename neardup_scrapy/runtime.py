@@ -36,6 +36,7 @@ from .config import NeardupConfig, NeardupSettingsError, parse_settings
 from .core import NearDupDetector, Verdict
 from .core.hosts import host_of
 from .core.storage.base import IndexStorage, StorageError
+from .core.storage.retry import CLOSE_PATIENCE, call_patiently
 from .core.urls import redact_url
 from .signals import duplicate_found
 
@@ -784,20 +785,22 @@ class NeardupRuntime:
         if self.worker is not None:
             report: dict[str, Any] = self._live_worker(now=True).call_sync("report", options, REPORT_TIMEOUT)
             return report
-        assert self.detector is not None
+        detector = self.detector
+        assert detector is not None
         self._on_thread_idle()
-        return self.detector.report(**options)
+        return call_patiently(lambda: detector.report(**options), CLOSE_PATIENCE, "the report")
 
     def cluster_rows(self) -> list[dict[str, Any]]:
         """Every cluster of the page index, every member (see :mod:`neardup_scrapy.core.exports`)."""
         if self.worker is not None:
             rows: list[dict[str, Any]] = self._live_worker(now=True).call_sync("export", None, REPORT_TIMEOUT)
             return rows
-        assert self.detector is not None
+        storage = self.detector.storage if self.detector is not None else None
+        assert storage is not None
         self._on_thread_idle()
         from .core.exports import cluster_rows
 
-        return cluster_rows(self.detector.storage)
+        return call_patiently(lambda: cluster_rows(storage), CLOSE_PATIENCE, "the exports")
 
     def close(self) -> None:
         """Close the indexes and stop the worker process (idempotent)."""

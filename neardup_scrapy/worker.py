@@ -44,9 +44,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import IO, Any
 
 from .core.storage.base import StorageError
+from .core.storage.retry import CLOSE_PATIENCE, call_patiently
 
 __all__ = ["DetectorWorker", "WorkerCallError", "WorkerError", "serve"]
 
@@ -589,11 +591,13 @@ def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
                 result = detector.skip(*payload)
                 unflushed = True
             elif op == "report":
-                result = detector.report(**payload)
+                result = call_patiently(partial(detector.report, **payload), CLOSE_PATIENCE, "the report")
             elif op == "export":
                 from .core.exports import cluster_rows
 
-                result = cluster_rows(detector.storage)
+                result = call_patiently(
+                    partial(cluster_rows, detector.storage), CLOSE_PATIENCE, "the exports"
+                )
             elif op == "close":
                 if detector is not None:
                     detector.close()

@@ -74,6 +74,23 @@ class LocalCluster:
         _cli(port, "SHUTDOWN", "NOSAVE")
         self.stopped.add(port)
 
+    def replica_of(self, port: int) -> int:
+        """The port of a live replica of the primary on ``port``."""
+        for other in self.ports:
+            lines = _cli(other, "INFO", "replication").split()
+            if other not in self.stopped and f"master_port:{port}" in lines:
+                return other
+        raise RuntimeError(f"the primary on port {port} has no live replica")
+
+    def wait_promoted(self, port: int, timeout: float = 30.0) -> float:
+        """Wait until the node on ``port`` is a primary; returns ``time.time()`` when it was seen so."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if "role:master" in _cli(port, "INFO", "replication"):
+                return time.time()
+            time.sleep(0.05)
+        raise RuntimeError(f"the node on port {port} was not promoted within {timeout} s")
+
     def wait_ok(self, timeout: float = 30.0) -> None:
         """Wait until every live node reports ``cluster_state:ok``."""
         deadline = time.monotonic() + timeout

@@ -417,3 +417,132 @@ def test_cli_and_report_do_not_import_scrapy() -> None:
         [sys.executable, "-c", code], capture_output=True, cwd=ROOT, check=True, timeout=60
     )
     assert result.stdout.strip() == b"[]"
+
+
+# -- never writing over an input, never two outputs to one file -----------------------------------
+
+#: The options that write a file, and the scan options that name it.
+WRITERS = ["-o", "--report", "--html", "--clusters", "--pairs"]
+#: Ways to name a file that exists: its path as given, another spelling, a symlink, a hard link.
+ALIASES = ["same", "spelling", "symlink", "hardlink"]
+
+
+def _alias(path: Path, how: str) -> str:
+    if how == "same":
+        return str(path)
+    if how == "spelling":
+        return str(path.parent / "sub" / ".." / "." / path.name)
+    link = path.parent / f"{how}-{path.name}"
+    if how == "symlink":
+        link.symlink_to(path)
+    else:
+        link.hardlink_to(path)
+    return str(link)
+
+
+def _refused(result: subprocess.CompletedProcess[bytes], *words: str) -> None:
+    err = result.stderr.decode().strip().splitlines()
+    assert result.returncode == EXIT_ERROR, err
+    assert len(err) == 1, err  # one clear line
+    assert all(word in err[0] for word in words), err
+
+
+@pytest.mark.parametrize("how", ALIASES)
+@pytest.mark.parametrize("option", WRITERS)
+def test_scan_never_writes_over_its_input(
+    tmp_path: Path, crawl: tuple[Path, list[dict[str, Any]], dict[str, str]], option: str, how: str
+) -> None:
+    path, _records, _expected = crawl
+    (tmp_path / "sub").mkdir()
+    before = path.read_bytes()
+    result = run_cli("scan", str(path), option, _alias(path, how), "-q")
+    _refused(result, option if option != "-o" else "OUTPUT", "is the input", "never writes over its input")
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("how", ALIASES)
+@pytest.mark.parametrize(
+    ("first", "second"), [(a, b) for i, a in enumerate(WRITERS) for b in WRITERS[i + 1 :]]
+)
+def test_scan_never_writes_two_outputs_to_one_file(
+    tmp_path: Path,
+    crawl: tuple[Path, list[dict[str, Any]], dict[str, str]],
+    first: str,
+    second: str,
+    how: str,
+) -> None:
+    path, _records, _expected = crawl
+    (tmp_path / "sub").mkdir()
+    target = tmp_path / "out.txt"
+    target.write_text("kept\n")
+    result = run_cli("scan", str(path), first, str(target), second, _alias(target, how), "-q")
+    _refused(result, "same file", "give each output its own")
+    assert target.read_text() == "kept\n"
+
+
+def test_scan_refuses_a_new_output_named_twice(
+    tmp_path: Path, crawl: tuple[Path, list[dict[str, Any]], dict[str, str]]
+) -> None:
+    path, _records, _expected = crawl
+    target = tmp_path / "new.json"
+    result = run_cli(
+        "scan", str(path), "--report", str(target), "--html", str(tmp_path / "." / "new.json"), "-q"
+    )
+    _refused(result, "same file")
+    assert not target.exists()
+
+
+def test_scan_refuses_two_outputs_to_standard_output(
+    crawl: tuple[Path, list[dict[str, Any]], dict[str, str]],
+) -> None:
+    path, _records, _expected = crawl
+    _refused(run_cli("scan", str(path), "-o", "-", "--report", "-", "-q"), "both write to standard output")
+
+
+@pytest.mark.parametrize("option", [None, "-"])
+def test_scan_refuses_standard_output_redirected_to_its_input(
+    tmp_path: Path, crawl: tuple[Path, list[dict[str, Any]], dict[str, str]], option: str | None
+) -> None:
+    path, _records, _expected = crawl
+    before = path.read_bytes()
+    args = [sys.executable, "-m", "neardup_scrapy.cli", "scan", str(path), "-q"]
+    if option:
+        args += ["-o", option]
+    with path.open("ab") as appended:  # scan IN >> IN
+        result = subprocess.run(
+            args, stdout=appended, stderr=subprocess.PIPE, cwd=ROOT, timeout=120, check=False
+        )
+    _refused(result, "standard output is the input")
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("how", ALIASES)
+def test_report_never_writes_over_its_input(tmp_path: Path, how: str) -> None:
+    records, _ = make_crawl()
+    pages = write_jsonl(tmp_path / "p.jsonl", records)
+    report = tmp_path / "r.json"
+    assert (
+        main(["scan", str(pages), "-o", str(tmp_path / "o.jsonl"), "--report", str(report), "-q"]) == EXIT_OK
+    )
+    (tmp_path / "sub").mkdir()
+    before = report.read_bytes()
+    _refused(run_cli("report", str(report), "-o", _alias(report, how)), "is the input")
+    assert report.read_bytes() == before
+
+
+@pytest.mark.parametrize("option", ["--report", "--html", "--clusters", "--pairs"])
+def test_scan_writes_a_report_or_export_named_dash_to_standard_output(
+    tmp_path: Path, crawl: tuple[Path, list[dict[str, Any]], dict[str, str]], option: str
+) -> None:
+    path, _records, _expected = crawl
+    result = run_cli("scan", str(path), "-o", str(tmp_path / "o.jsonl"), option, "-")
+    assert result.returncode == EXIT_OK, result.stderr.decode()
+    text = result.stdout.decode()
+    if option == "--report":
+        validate_report(json.loads(text))
+    elif option == "--html":
+        assert text.startswith("<!DOCTYPE html>")
+    else:
+        assert all(json.loads(line) for line in text.splitlines()) and text
+    assert "<stdout>" in result.stderr.decode()
+    assert not (ROOT / "-").exists()

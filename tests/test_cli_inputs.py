@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import re
 import threading
 import zipfile
 from pathlib import Path
@@ -341,3 +342,160 @@ def test_chunks_close_at_a_size_and_keep_the_input_order(monkeypatch: pytest.Mon
     one, two = digests(1), digests(2)
     assert one == two and [n for n, _ in two] == [u.number for u in units]
     assert sent == [1] * len(units)  # closed by size, not by count
+
+
+# -- hostile elements of a JSON array ------------------------------------------------------------
+
+#: Elements that cannot be used, as ``(name, one-line text, multi-line text, reason starts)``.
+#: The multi-line texts are laid out as ``json.dumps(indent=…)`` would (``{`` and ``}`` on lines
+#: of their own), so they sit among indented elements as a hostile record of that feed would.
+_DEEP_ARRAY = "[" * 100_000 + "]" * 100_000
+_DEEP_OBJECT = '{"a": ' * 60_000 + "1" + "}" * 60_000
+_LONG = "w " * 1_100_000  # over twice --max-body-bytes 1000000: not even kept in memory
+HOSTILE = [
+    (
+        "deep array",
+        '{"url": "http://127.0.0.9/deep-array", "extra": ' + _DEEP_ARRAY + "}",
+        '{\n  "url": "http://127.0.0.9/deep-array",\n  "extra": ' + _DEEP_ARRAY + "\n}",
+        "nested too deep",
+    ),
+    (
+        "deep object",
+        '{"url": "http://127.0.0.9/deep-object", "html": ' + _DEEP_OBJECT + "}",
+        '{\n  "url": "http://127.0.0.9/deep-object",\n  "html": ' + _DEEP_OBJECT + "\n}",
+        "nested too deep",
+    ),
+    (
+        "too large to read",
+        '{"url": "http://127.0.0.9/huge", "html": "' + _LONG + '"}',
+        '{\n  "url": "http://127.0.0.9/huge",\n  "html": "' + _LONG + '"\n}',
+        "too large",
+    ),
+    (
+        "too large a body",
+        '{"url": "http://127.0.0.9/large", "html": "' + "é" * 600_000 + '"}',
+        '{\n  "url": "http://127.0.0.9/large",\n  "html": "' + "é" * 600_000 + '"\n}',
+        "too large",
+    ),
+    (
+        "stray closer",
+        '{"url": "http://127.0.0.9/stray", "html": "<p>x</p>"]',
+        '{\n  "url": "http://127.0.0.9/stray",\n  "html": "<p>x</p>"\n]',
+        "invalid JSON",
+    ),
+    (
+        "mismatched closer",
+        '{"url": "http://127.0.0.9/mismatch", "html": "<p>x</p>", "list": [1, 2}',
+        '{\n  "url": "http://127.0.0.9/mismatch",\n  "list": [\n    1\n  }',
+        "invalid JSON",
+    ),
+    ("not an object", "42", "42", "not a JSON object"),
+]
+#: Only where a line break can end them: nothing marks the next element in a one-line array.
+LINE_BROKEN = [
+    (
+        "unclosed string",
+        '{"url": "http://127.0.0.9/unclosed", "html": "<p>never closed',
+        '{\n  "url": "http://127.0.0.9/unclosed",\n  "html": "<p>never closed\n}',
+        "invalid JSON",
+    ),
+    (
+        "unclosed bracket",
+        '{"url": "http://127.0.0.9/open", "html": "<p>x</p>", "list": [1, 2',
+        '{\n  "url": "http://127.0.0.9/open",\n  "list": [\n    1,\n    2\n',
+        "invalid JSON",
+    ),
+]
+
+
+def _indented(text: str, column: int) -> str:
+    return "\n".join(" " * column + line for line in text.split("\n"))
+
+
+def array_feed(elements: list[Any], layout: str) -> bytes:
+    """A JSON array of ``elements`` (records, or ``(one-line, multi-line)`` raw texts) in ``layout``:
+    ``lines`` (Scrapy's feed), ``indent`` (``FEED_EXPORT_INDENT = 4``: items at column 0),
+    ``dump`` (``json.dump(indent=2)``: items at column 2) or ``compact`` (one line)."""
+    texts = []
+    for element in elements:
+        if isinstance(element, tuple):
+            one_line, multi_line = element
+            texts.append(one_line if layout in ("lines", "compact") else multi_line)
+        elif layout == "indent":
+            texts.append(json.dumps(element, indent=4))
+        elif layout == "dump":
+            texts.append(json.dumps(element, indent=2))
+        else:
+            texts.append(json.dumps(element))
+    if layout == "compact":
+        return ("[" + ",".join(texts) + "]").encode()
+    if layout == "dump":
+        return ("[\n" + ",\n".join(_indented(t, 2) for t in texts) + "\n]").encode()
+    return ("[\n" + ",\n".join(texts) + "\n]").encode()
+
+
+@pytest.mark.parametrize("layout", ["lines", "indent", "dump", "compact"])
+def test_json_array_keeps_every_good_record_around_hostile_ones(tmp_path: Path, layout: str) -> None:
+    records, _expected = make_crawl()
+    records = records[:24]
+    reference = write_jsonl(tmp_path / "good.jsonl", records)
+    assert main(["scan", str(reference), "-o", str(tmp_path / "good.out.jsonl"), "-q"]) == EXIT_OK
+    want = statuses(tmp_path / "good.out.jsonl")
+    hostile = HOSTILE + (LINE_BROKEN if layout != "compact" else [])
+    # a hostile element first, last, and between every few good ones (twice, two in a row)
+    elements: list[Any] = []
+    bad = iter(hostile * 2)
+    for k, record in enumerate(records):
+        if k % 2 == 0:
+            name, one_line, multi_line, _reason = next(bad, (None, "", "", ""))
+            if name is not None:
+                elements.append((one_line, multi_line))
+        elements.append(record)
+    elements += [(h[1], h[2]) for h in hostile[:2]]
+    feed = tmp_path / "items.json"
+    feed.write_bytes(array_feed(elements, layout))
+    out = tmp_path / "out.jsonl"
+    result = run_cli("scan", str(feed), "-o", str(out), "--max-body-bytes", "1000000", "-v")
+    assert result.returncode == EXIT_MALFORMED, result.stderr.decode()[-2000:]
+    rows = [json.loads(line) for line in out.read_bytes().splitlines()]
+    assert len(rows) == len(elements)  # one output line per element, good or bad
+    good = [(r["url"], r["neardup"]["status"]) for r in rows if r.get("id") is not None]
+    assert good == want  # every good record, with the verdict it gets without the bad ones
+    reasons = [r["neardup"]["reason"] for r in rows if r.get("id") is None]
+    expected = [h[3] for h in elements_hostile(elements, hostile)]
+    assert len(reasons) == len(expected)
+    assert all(got.startswith(want_reason) for got, want_reason in zip(reasons, expected, strict=True)), (
+        reasons
+    )
+    err = result.stderr.decode()
+    problems = sum(not reason.startswith("too large") for reason in expected)
+    reported = re.findall(r"items\.json:\d+: (?!exact|near)", err)
+    assert len(reported) == problems  # each unusable record reported once (-v)
+
+
+def elements_hostile(
+    elements: list[Any], hostile: list[tuple[str, str, str, str]]
+) -> list[tuple[str, str, str, str]]:
+    by_text = {h[1]: h for h in hostile}
+    return [by_text[e[0]] for e in elements if isinstance(e, tuple)]
+
+
+def test_json_array_reports_the_line_an_indented_element_starts_on(tmp_path: Path) -> None:
+    records = make_crawl()[0][:3]
+    elements: list[Any] = [
+        records[0],
+        (HOSTILE[0][1], HOSTILE[0][2]),
+        records[1],
+        (HOSTILE[4][1], HOSTILE[4][2]),
+    ]
+    feed = tmp_path / "items.json"
+    feed.write_bytes(array_feed(elements, "indent"))
+    text = feed.read_text()
+    starts = [n for n, line in enumerate(text.split("\n"), start=1) if line == "{"]
+    out = tmp_path / "out.jsonl"
+    result = run_cli("scan", str(feed), "-o", str(out), "-v")
+    err = result.stderr.decode()
+    assert f"items.json:{starts[1]}: nested too deep" in err
+    assert f"items.json:{starts[3]}: invalid JSON" in err
+    rows = [json.loads(line) for line in out.read_bytes().splitlines()]
+    assert [r["neardup"].get("line") for r in rows] == [None, starts[1], None, starts[3]]

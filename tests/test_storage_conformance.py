@@ -502,3 +502,63 @@ def test_detector_verdicts_same_with_and_without_lookup_or_insert(
     assert reasons[8] == reasons[10] == "fewer than 10 tokens: matched exactly only"
     assert [v["status"] for v in with_it[8:11]] == ["unique", "exact", "unique"]
     assert {v["status"] for v in with_it} == {"unique", "exact", "near"}
+
+
+def _with_gaps(kind: str, make_store: Factory) -> tuple[IndexStorage, set[str], set[str]]:
+    """A store whose page ids have gaps the way each store gets them, and its pages' urls.
+
+    Redis Cluster: two processes writing at once (each holds a reserved id, a refused commit
+    leaves its id unused). Redis: a record gone (what expiry does). Memory and disk have one
+    writer and dense ids: the same pages, without gaps.
+    """
+    first: Any = make_store()
+    first.open(SIGNATURE)
+    second: Any = make_store() if kind in SHARED else first
+    second.open(SIGNATURE)
+    urls: set[str] = set()
+    for k in range(12):
+        store = first if k % 3 else second  # interleaved: the cluster store's reserved ids go unused
+        url = f"http://127.0.0.{1 + k % 2}/p{k}"
+        add(store, record(url, seed=k), keys(1000 + k))
+        urls.add(url)
+    # two pages of one cluster, and two different pages under one url
+    a = add(first, record("http://127.0.0.1/dup-a", seed=50), keys(77))
+    add(
+        second,
+        record("http://127.0.0.2/dup-b", seed=51, parent=a, status="near", similarity=0.9, hamming=2),
+        keys(77),
+    )
+    add(first, record("http://127.0.0.1/same", seed=60), keys(88))
+    add(second, record("http://127.0.0.1/same", seed=61), keys(89))
+    urls |= {"http://127.0.0.1/dup-a", "http://127.0.0.2/dup-b", "http://127.0.0.1/same"}
+    if kind in SHARED:  # a commit refused because another process wrote a bucket it read
+        late = record("http://127.0.0.3/late", seed=70)
+        _, token = first.lookup(keys(99))
+        add(second, record("http://127.0.0.3/early", seed=71), keys(99))
+        assert first.commit(Commit(record=late, keys=keys(99), token=token, host=late.host)) is None
+        add(first, late, keys(99, 100))
+        urls |= {"http://127.0.0.3/late", "http://127.0.0.3/early"}
+    gone: set[str] = set()
+    if kind == "redis":
+        first._client.delete(f"{first.prefix}:d:3")  # as if its record had expired
+        gone.add("http://127.0.0.2/p3")
+    if kind == "redis-cluster":
+        ids, _ = first._page_table()
+        assert int(ids[-1]) + 1 > len(ids) == len(first)  # the ids have gaps
+    return first, urls - gone, gone
+
+
+def test_exports_list_every_page_when_ids_have_gaps(kind: str, make_store: Factory) -> None:
+    from neardup_scrapy.core.exports import cluster_rows, pair_rows
+
+    store, urls, gone = _with_gaps(kind, make_store)
+    rows = cluster_rows(store)
+    members = [m["url"] for row in rows for m in row["members"]]
+    assert sorted(members) == sorted([*urls, "http://127.0.0.1/same"])  # every page once, even a shared url
+    assert not gone & set(members)
+    (dup,) = [row for row in rows if row["size"] == 2]
+    assert [m["url"] for m in dup["members"]] == ["http://127.0.0.1/dup-a", "http://127.0.0.2/dup-b"]
+    assert rows[0] is dup  # the larger clusters first, then the singletons
+    assert [p["url"] for p in pair_rows(rows)] == ["http://127.0.0.2/dup-b"]
+    report_hist, _ = store.clusters(10, 10)
+    assert report_hist == {2: 1}

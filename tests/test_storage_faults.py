@@ -247,3 +247,93 @@ def test_report_json_is_strict() -> None:
     params = DetectorParams(ttl=float("inf"))
     report = NearDupDetector.from_params(params).report()
     assert parse_report(report_json(report))["params"]["ttl"] is None
+
+
+def _fail_until_answered(det: NearDupDetector, pages: list[tuple[str, str]]) -> list[str]:
+    """Check ``pages`` in turn (every 20 ms) until one is checked; the errors met before."""
+    errors = []
+    for url, text in pages:
+        try:
+            det.check(url, text=text)
+        except StorageError as exc:
+            errors.append(str(exc))
+            time.sleep(0.02)
+            continue
+        return errors
+    raise AssertionError(f"no page was checked: {errors[-3:]}")
+
+
+@needs_server
+def test_checking_resumes_soon_after_the_server_answers_again(tmp_path: Path) -> None:
+    """A short outage (a restart, a failover) is followed by probes 0.5, 1, 2 ... s apart, not by
+    a fixed cooldown: checking resumes within the spell in progress, here 1 s."""
+    pages = [(f"http://127.0.0.1/p{k}", f"page {k} " + text) for k, (_, text) in enumerate(PAGES * 200)]
+    with private_redis(tmp_path, appendonly=True) as server:
+        store = RedisStorage(server.url, prefix="probe", retry=RetryPolicy(attempts=2, base_delay=0.05))
+        det = NearDupDetector(storage=store)
+        det.check(*pages[0])
+        server.kill()
+        with pytest.raises(StorageError):
+            det.check(*pages[1])
+        failed = time.monotonic()
+        time.sleep(1.0)  # down for a second after the first failure
+        server.start()
+        back = time.monotonic()
+        errors = _fail_until_answered(det, pages[2:])
+        resumed = time.monotonic()
+        assert all("unreachable (next try in" in e for e in errors)  # no backoff per page
+        assert resumed - back <= 1.0, f"checking resumed {resumed - back:.2f} s after Redis answered"
+        assert resumed - failed <= 2.5
+        det.close()
+
+
+@needs_server
+def test_probes_of_a_store_that_stays_down_double_up_to_the_cooldown(tmp_path: Path) -> None:
+    with private_redis(tmp_path) as server:
+        store = RedisStorage(
+            server.url, prefix="spells", retry=RetryPolicy(attempts=1), cooldown=1.0, connect_timeout=0.2
+        )
+        det = NearDupDetector(storage=store)
+        server.kill()
+        spells = []
+        started = time.monotonic()
+        last_probe_failed = True
+        while time.monotonic() - started < 4.0:
+            try:
+                det.check(*PAGES[0])
+            except StorageError as exc:
+                text = str(exc)
+                if "next try in" not in text:  # a probe (an attempt) failed
+                    last_probe_failed = True
+                elif last_probe_failed:  # the first call after it: the spell before the next probe
+                    spells.append(float(text.rsplit("next try in ", 1)[1].rstrip("s)")))
+                    last_probe_failed = False
+            time.sleep(0.01)
+        assert spells[:4] == pytest.approx([0.5, 1.0, 1.0, 1.0], abs=0.06)
+        det.close()
+
+
+def test_the_report_at_close_waits_for_a_failing_store(caplog: pytest.LogCaptureFixture) -> None:
+    from neardup_scrapy.core.storage.retry import call_patiently
+
+    clock = [0.0]
+    calls = []
+
+    def report() -> str:
+        calls.append(clock[0])
+        if clock[0] < 3.0:
+            raise StorageError("Redis at redis://host/0 is unreachable (next try in 1.0s)")
+        return "report"
+
+    def sleep(seconds: float) -> None:
+        clock[0] += seconds
+
+    with caplog.at_level(logging.WARNING):
+        assert call_patiently(report, 30, "the report", sleep=sleep, clock=lambda: clock[0]) == "report"
+    assert 3.0 <= clock[0] <= 3.3
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 2 and "waiting up to 30 s" in messages[0] and "answers again" in messages[1]
+    clock[0] = 0.0
+    with pytest.raises(StorageError):  # a store that stays down: given up after the patience
+        call_patiently(report, 2, "the report", sleep=sleep, clock=lambda: clock[0])
+    assert 2.0 <= clock[0] <= 2.3

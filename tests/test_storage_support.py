@@ -11,6 +11,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -64,11 +65,20 @@ class RedisServer:
     """A private ``redis-server`` on a free port (started and killed by the test)."""
 
     def __init__(
-        self, workdir: Path, *, appendonly: bool = False, port: int | None = None, debug: bool = False
+        self,
+        workdir: Path,
+        *,
+        appendonly: bool = False,
+        port: int | None = None,
+        debug: bool = False,
+        password: str | None = None,
+        unixsocket: Path | None = None,
     ) -> None:
         self.workdir = workdir
         self.appendonly = appendonly
         self.debug = debug  # allow DEBUG SLEEP (to stall the server)
+        self.password = password  # requirepass
+        self.unixsocket = unixsocket  # also listen on this socket
         self.port = port or free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -96,12 +106,16 @@ class RedisServer:
         ]
         if self.debug:
             args += ["--enable-debug-command", "yes"]
+        if self.password is not None:
+            args += ["--requirepass", self.password]
+        if self.unixsocket is not None:
+            args += ["--unixsocket", str(self.unixsocket), "--unixsocketperm", "700"]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), 0.2) as s:
                 s.sendall(b"PING\r\n")
-                if s.recv(64).startswith(b"+PONG"):
+                if s.recv(64).startswith((b"+PONG", b"-NOAUTH")):
                     if self.proc.poll() is not None:  # another server answered on our port
                         raise RuntimeError(f"redis-server could not bind port {self.port}")
                     return
@@ -128,7 +142,7 @@ def have_redis_server() -> bool:
 
 
 @contextlib.contextmanager
-def private_redis(workdir: Path, **kwargs: bool) -> Iterator[RedisServer]:
+def private_redis(workdir: Path, **kwargs: Any) -> Iterator[RedisServer]:
     server = RedisServer(workdir, **kwargs)
     with server:
         yield server

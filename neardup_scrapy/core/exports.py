@@ -12,6 +12,11 @@ written as JSON Lines, or as Parquet when the file name ends with ``.parquet`` (
   similarity and Hamming distance were measured against. Joining each ``url`` to its
   ``duplicate_of`` rebuilds the clusters.
 
+Urls are written as crawled, but for the password of a user info (``https://user:***@host/``,
+and a user info without a password masked whole: often an access token), as in the report:
+exports are shared more widely than the crawl's own items. Every other character is kept, so
+the urls join the crawl's items and a scan's OUTPUT (whose records are kept unchanged).
+
 Pure code: no Scrapy here.
 """
 
@@ -24,6 +29,7 @@ from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 from .storage.base import IndexStorage
+from .urls import redact_url
 
 __all__ = ["cluster_rows", "pair_rows", "write_rows"]
 
@@ -32,37 +38,22 @@ _ALL = 1 << 62
 
 
 def cluster_rows(storage: IndexStorage) -> list[dict[str, Any]]:
-    """Every cluster of the index (largest first, then singletons in index order)."""
-    _hist, multi = storage.clusters(_ALL, _ALL)
-    rows: list[dict[str, Any]] = []
-    clustered: set[str] = set()
-    for cluster in multi:
-        members = cluster["members"]
-        clustered.update(m["url"] for m in members)
-        rows.append(
-            {
-                "cluster": cluster["representative"],
-                "size": int(cluster["size"]),
-                "hosts": list(cluster["hosts"]),
-                "members": [dict(m) for m in members],
-            }
-        )
-    from .hosts import host_of
+    """Every cluster of the index (largest first, then singletons in index order).
 
-    for doc_id in range(len(storage)):
-        url = storage.url_of(doc_id)
-        if url in clustered:
-            continue
-        clustered.add(url)
-        rows.append(
-            {
-                "cluster": url,
-                "size": 1,
-                "hosts": [host_of(url)],
-                "members": [{"url": url, "status": "unique", "similarity": None, "hamming": None}],
-            }
-        )
-    return rows
+    One :meth:`~.storage.base.IndexStorage.clusters` call with singletons: the store lists the
+    pages that exist, so ids with gaps (a shared index whose processes reserve ids, expired
+    records) are no obstacle, and every page appears once even when two share a url.
+    """
+    _hist, every = storage.clusters(_ALL, _ALL, singletons=True)
+    return [
+        {
+            "cluster": redact_url(cluster["representative"]),
+            "size": int(cluster["size"]),
+            "hosts": list(cluster["hosts"]),
+            "members": [{**m, "url": redact_url(m["url"])} for m in cluster["members"]],
+        }
+        for cluster in every
+    ]
 
 
 def pair_rows(clusters: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:

@@ -4,7 +4,12 @@ The page needs nothing but itself: CSS and the SVG charts are inline, there are 
 images or scripts from elsewhere, and a Content-Security-Policy forbids any request. A small
 inline script sorts the tables when a header is clicked; everything else works without it.
 
-Every string of the report (urls, hosts, page texts) is untrusted and escaped. The renderer
+Every string of the report (urls, hosts, page texts) is untrusted and escaped. Urls and hosts
+are isolated left to right (``<bdi dir="ltr">``) and their invisible characters -- controls,
+bidi overrides, isolates and marks, zero-width characters (see
+:mod:`~neardup_scrapy.report.escapes`) -- are shown as escapes (``\\u202e``, marked and
+named on hover), so a link to ``…\\u202etxt.exe`` cannot read ``…exe.txt``; in a link's target
+they are percent-encoded. The renderer
 caps every list again (see the ``MAX_*`` constants), so even an oversized report gives a page
 of bounded size; the near-pair diff works on excerpts of at most ``MAX_TEXT_CHARS``.
 """
@@ -16,10 +21,12 @@ import difflib
 import hashlib
 import html
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from . import _fmt
+from .escapes import escape_char, is_invisible, shown
 from .schema import STATUSES
 
 #: Rows of the host table shown.
@@ -94,6 +101,8 @@ tbody tr:hover{background:rgba(127,127,127,.07)}
 .scroll{max-height:640px;overflow:auto}
 .scroll thead th{position:sticky;top:0;background:var(--card)}
 .url{overflow-wrap:anywhere;word-break:break-word}
+.esc{font-family:ui-monospace,monospace;font-size:90%;color:var(--del-fg);background:var(--del);border-radius:3px;
+padding:0 2px}
 a{color:var(--accent);text-decoration:none}
 a:hover{text-decoration:underline}
 td.share{position:relative;padding-left:112px;min-width:170px;white-space:nowrap}
@@ -158,17 +167,47 @@ def _map(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
+def _visible(text: str) -> str:
+    """``text`` escaped for HTML, its invisible characters shown as marked escapes."""
+    if text.isprintable():
+        return _e(text)
+    out = []
+    for char in text:
+        if is_invisible(char):
+            name = unicodedata.name(char, "")
+            title = f"U+{ord(char):04X} {name}".rstrip()
+            out.append(f'<span class="esc" title="{_e(title)}">{_e(escape_char(char))}</span>')
+        else:
+            out.append(_e(char))
+    return "".join(out)
+
+
+def _isolated(text: str, limit: int) -> str:
+    """A url or host as text: shortened, isolated left to right, invisible characters shown."""
+    return f'<bdi dir="ltr">{_visible(_fmt.clip(text, limit))}</bdi>'
+
+
+def _href(url: str) -> str:
+    """A link target with its invisible characters percent-encoded (the same address)."""
+    if url.isprintable():
+        return url
+    return "".join(
+        "".join(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass")) if is_invisible(c) else c
+        for c in url
+    )
+
+
 def _url(value: Any, limit: int = MAX_URL_CHARS) -> str:
-    """A url as a link (http/https only) or plain text; always escaped and shortened.
+    """A url as a link (http/https only) or plain text; always escaped, isolated and shortened.
 
     Links send no referrer (the page's referrer policy) and open in the same tab.
     """
     url = _str(value)
-    shown = _e(_fmt.clip(url, limit))
-    title = f' title="{_e(_fmt.clip(url, MAX_HREF))}"' if len(url) > limit else ""
+    text = _isolated(url, limit)
+    title = f' title="{_e(shown(_fmt.clip(url, MAX_HREF)))}"' if len(url) > limit else ""
     if len(url) <= MAX_HREF and _SAFE_HREF.match(url):
-        return f'<a class="url" href="{_e(url)}"{title}>{shown}</a>'
-    return f'<span class="url"{title}>{shown}</span>'
+        return f'<a class="url" href="{_e(_href(url))}"{title}>{text}</a>'
+    return f'<span class="url"{title}>{text}</span>'
 
 
 def _share_cell(value: Any) -> str:
@@ -303,10 +342,10 @@ def _top_hosts_svg(hosts: list[Any], rows: int = TOP_HOSTS) -> str:
     for i, h in enumerate(ranked):
         y = 4 + i * row_h
         exact, near = _fmt.as_int(h.get("exact")), _fmt.as_int(h.get("near"))
-        name = _str(h.get("host"))
+        name = shown(_str(h.get("host")))
         out.append(
-            f'<text x="{label_w - 8}" y="{y + 14}" text-anchor="end">{_e(_fmt.clip(name, 25))}'
-            f"<title>{_e(_fmt.clip(name, 200))}</title></text>"
+            f'<text x="{label_w - 8}" y="{y + 14}" text-anchor="end" direction="ltr" unicode-bidi="isolate">'
+            f"{_e(_fmt.clip(name, 25))}<title>{_e(_fmt.clip(name, 200))}</title></text>"
         )
         x = float(label_w)
         for status, n in (("exact", exact), ("near", near)):
@@ -408,8 +447,8 @@ def _mirrors_section(report: Mapping[str, Any]) -> str:
         for item in mirrors[:MAX_MIRRORS]:
             m = _map(item)
             rows.append(
-                f'<tr><td class="url">{_e(_fmt.clip(_str(m.get("host")), 200))}</td>'
-                f'<td class="url">{_e(_fmt.clip(_str(m.get("mirror_of")), 200))}</td>'
+                f'<tr><td class="url">{_isolated(_str(m.get("host")), 200)}</td>'
+                f'<td class="url">{_isolated(_str(m.get("mirror_of")), 200)}</td>'
                 f"{_num_cell(m.get('pages'))}{_num_cell(m.get('duplicate_pages'))}"
                 f"{_share_cell(m.get('duplicate_share'))}</tr>"
             )
@@ -433,10 +472,10 @@ def _hosts_section(report: Mapping[str, Any]) -> str:
         h = _map(item)
         mirror = h.get("mirror_of")
         rows.append(
-            f'<tr><td class="url">{_e(_fmt.clip(_str(h.get("host")), 200))}</td>'
+            f'<tr><td class="url">{_isolated(_str(h.get("host")), 200)}</td>'
             f"{_num_cell(h.get('pages'))}{_num_cell(h.get('unique'))}{_num_cell(h.get('exact'))}"
             f"{_num_cell(h.get('near'))}{_num_cell(h.get('skipped'))}{_share_cell(h.get('duplicate_share'))}"
-            f'<td class="url">{_e(_fmt.clip(_str(mirror), 200)) if mirror else ""}</td></tr>'
+            f'<td class="url">{_isolated(_str(mirror), 200) if mirror else ""}</td></tr>'
         )
     if not rows:
         body = '<p class="note">No hosts.</p>'
@@ -475,14 +514,14 @@ def _clusters_section(report: Mapping[str, Any]) -> str:
                 f'<td class="num">{_fmt.similarity(m.get("similarity"))}</td>'
                 f'<td class="num">{"-" if hamming is None else _e(_fmt.as_int(hamming))}</td></tr>'
             )
-        shown_hosts = ", ".join(_fmt.clip(h, 80) for h in hosts[:5]) + (
+        shown_hosts = ", ".join(_isolated(h, 80) for h in hosts[:5]) + (
             f" and {len(hosts) - 5} more" if len(hosts) > 5 else ""
         )
         parts.append(
             f"<details{' open' if index < OPEN_CLUSTERS else ''}><summary>{_fmt.count(size)} pages "
             f'<span class="sub">&middot; {len(hosts)} host{"s" if len(hosts) != 1 else ""} &middot; '
-            f"{_e(_fmt.clip(_str(c.get('representative')), 100))}</span></summary>"
-            f'<p class="note">Hosts: {_e(shown_hosts)}</p><table><thead><tr><th class="num">#</th>'
+            f"{_isolated(_str(c.get('representative')), 100)}</span></summary>"
+            f'<p class="note">Hosts: {shown_hosts}</p><table><thead><tr><th class="num">#</th>'
             '<th>url</th><th>status</th><th class="num">similarity</th><th class="num">Hamming</th>'
             "</tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table>"

@@ -1,4 +1,9 @@
-"""A one-screen plain-text summary of a report, for the terminal and for logs."""
+"""A one-screen plain-text summary of a report, for the terminal and for logs.
+
+Host names are printed with their invisible characters (controls, bidi overrides …) escaped
+(:func:`~neardup_scrapy.report.escapes.shown`): a terminal never receives an escape sequence or a
+reordering from a crawled address.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import _fmt
+from .escapes import shown
 
 #: Host rows and mirror rows shown at most, whatever the line budget.
 MAX_HOST_ROWS = 10
@@ -59,14 +65,14 @@ def _host_rows(hosts: list[Any]) -> list[str]:
         h = _map(item)
         rows.append(
             [
-                _fmt.clip(str(h.get("host", "")), HOST_WIDTH),
+                _fmt.clip(shown(str(h.get("host", ""))), HOST_WIDTH),
                 _fmt.count(h.get("pages")),
                 _fmt.count(h.get("unique")),
                 _fmt.count(h.get("exact")),
                 _fmt.count(h.get("near")),
                 _fmt.count(h.get("skipped")),
                 _fmt.share(h.get("duplicate_share")),
-                _fmt.clip(str(h.get("mirror_of") or "-"), HOST_WIDTH),
+                _fmt.clip(shown(str(h.get("mirror_of") or "-")), HOST_WIDTH),
             ]
         )
     return _table(rows, [False, True, True, True, True, True, True, False])
@@ -78,9 +84,9 @@ def _mirror_rows(mirrors: list[Any]) -> list[str]:
         m = _map(item)
         rows.append(
             [
-                "  " + _fmt.clip(str(m.get("host", "")), HOST_WIDTH),
+                "  " + _fmt.clip(shown(str(m.get("host", ""))), HOST_WIDTH),
                 "->",
-                _fmt.clip(str(m.get("mirror_of", "")), HOST_WIDTH),
+                _fmt.clip(shown(str(m.get("mirror_of", ""))), HOST_WIDTH),
                 f"{_fmt.count(m.get('duplicate_pages'))} of {_fmt.count(m.get('pages'))} pages",
                 f"({_fmt.share(m.get('duplicate_share'))})",
             ]

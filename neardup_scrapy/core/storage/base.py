@@ -305,14 +305,21 @@ class IndexStorage(Protocol):
         ``min_pages`` and at any share of at least ``share`` read
         (:func:`~neardup_scrapy.core.mirrors.read_evidence`; 0 and 0: every row)."""
 
-    def clusters(self, max_clusters: int, max_members: int) -> tuple[dict[int, int], list[dict[str, Any]]]:
-        """Clusters of two or more pages.
+    def clusters(
+        self, max_clusters: int, max_members: int, *, singletons: bool = False
+    ) -> tuple[dict[int, int], list[dict[str, Any]]]:
+        """Clusters of two or more pages (with ``singletons``, of one page too).
+
+        Every cluster is read from one snapshot of the index's pages: the ids that exist, which
+        need not be ``0 .. len - 1`` (a shared store's ids have gaps; expired pages are left out),
+        so with ``singletons`` every indexed page is listed exactly once (the full exports).
 
         Returns:
-            ``(size_histogram, largest)``: ``{size: number of clusters}`` over all clusters, and the
-            ``max_clusters`` largest as ``{"id", "size", "representative", "hosts", "members"}`` where
-            ``members`` (at most ``max_members``, representative first) are
-            ``{"url", "status", "similarity", "hamming"}``.
+            ``(size_histogram, largest)``: ``{size: number of clusters}`` over all clusters of two
+            or more pages, and the ``max_clusters`` largest as ``{"id", "size", "representative",
+            "hosts", "members"}`` where ``members`` (at most ``max_members``, representative
+            first) are ``{"url", "status", "similarity", "hamming"}``; with ``singletons``, the
+            clusters of one page follow the larger ones, in id order.
         """
 
     def memory_bytes(self) -> int:

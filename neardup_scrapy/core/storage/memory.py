@@ -35,7 +35,7 @@ from .base import (
     pinned_keys,
     rank_candidates,
 )
-from .members import cluster_member
+from .sqlite import summarize_clusters
 from .unionfind import all_roots, find_root
 
 
@@ -214,46 +214,22 @@ class MemoryStorage:
         """The mirror evidence (see the protocol)."""
         return self._ledger.evidence({h: c.pages for h, c in self._host_counts.items()}, min_pages, share)
 
-    def clusters(self, max_clusters: int, max_members: int) -> tuple[dict[int, int], list[dict[str, Any]]]:
+    def clusters(
+        self, max_clusters: int, max_members: int, *, singletons: bool = False
+    ) -> tuple[dict[int, int], list[dict[str, Any]]]:
         """Size histogram of all clusters and the ``max_clusters`` largest (see the protocol)."""
         if not len(self):
             return {}, []
-        roots = self._all_roots()
-        unique_roots, sizes = np.unique(roots, return_counts=True)
-        multi = sizes > 1
-        sizes_hist = {
-            int(s): int(c) for s, c in zip(*np.unique(sizes[multi], return_counts=True), strict=True)
-        }
-        # Largest first; ties by representative (first seen).
-        order = np.lexsort((unique_roots[multi], -sizes[multi]))[:max_clusters]
-        chosen = unique_roots[multi][order]
-        by_root = np.argsort(roots, kind="stable")
-        sorted_roots = roots[by_root]
-        status = self._status.all()
-        similarity = self._similarity.all()
-        hamming = self._hamming.all()
-        out = []
-        for root, size in zip(chosen.tolist(), sizes[multi][order].tolist(), strict=True):
-            lo, hi = np.searchsorted(sorted_roots, [root, root + 1])
-            members = by_root[lo:hi]
-            hosts = sorted({self._host_names[int(self._host_of[int(m)])] for m in members[:1000].tolist()})
-            rows = []
-            for m in members[:max_members].tolist():
-                rows.append(
-                    cluster_member(
-                        self._urls[m], status[m], similarity[m], hamming[m], representative=m == root
-                    )
-                )
-            out.append(
-                {
-                    "id": self._urls[root],
-                    "size": int(size),
-                    "representative": self._urls[root],
-                    "hosts": hosts,
-                    "members": rows,
-                }
-            )
-        return sizes_hist, out
+        return summarize_clusters(
+            self._all_roots(),
+            status=self._status.all(),
+            similarity=self._similarity.all(),
+            hamming=self._hamming.all(),
+            max_clusters=max_clusters,
+            max_members=max_members,
+            describe=lambda ids: [(self._urls[i], self._host_at(i)) for i in ids],
+            singletons=singletons,
+        )
 
     def memory_bytes(self) -> int:
         """Bytes held by the arrays of this store."""

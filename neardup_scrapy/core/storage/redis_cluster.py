@@ -486,13 +486,18 @@ class RedisClusterStorage(RedisStorage):
                     socket_connect_timeout=self.connect_timeout,
                 )
             except ValueError as exc:
-                raise StorageError(f"invalid Redis url {safe_url(self.url)}: {exc}") from exc
+                # not chained: the parser's error may quote the url's parts (a traceback would show them)
+                raise StorageError(f"invalid Redis url {safe_url(self.url)}: {self._said(exc)}") from None
             except (redis.RedisError, RedisClusterException) as exc:
-                raise StorageError(f"cannot reach the Redis Cluster at {safe_url(self.url)}: {exc}") from exc
+                raise StorageError(
+                    f"cannot reach the Redis Cluster at {safe_url(self.url)}: {self._said(exc)}"
+                ) from exc
         try:
             self._load_scripts()
         except (redis.RedisError, RedisClusterException) as exc:
-            raise StorageError(f"cannot reach the Redis Cluster at {safe_url(self.url)}: {exc}") from exc
+            raise StorageError(
+                f"cannot reach the Redis Cluster at {safe_url(self.url)}: {self._said(exc)}"
+            ) from exc
         wanted = {k: json.loads(json.dumps(v, allow_nan=False)) for k, v in signature.items()}
         load, maxval = self._listpack_limits()
         self._init_args = [self._base, FORMAT, load, maxval, self.groups]
@@ -771,6 +776,15 @@ class RedisClusterStorage(RedisStorage):
         node = self._client.get_node_from_key(key)
         pipe.execute_command("EVALSHA", sha, 1, key, *args, target_nodes=node)
 
+    def _before_probe(self) -> None:
+        """Learn the slot map again before probing a cluster that failed: redis-py learns it after a
+        failed call, and a map learnt before a replica's promotion still names the dead primary, so
+        the probe after the promotion would fail on it and checking wait for the next probe."""
+        try:
+            self._client.nodes_manager.initialize()
+        except Exception as exc:  # no node answers: the probe fails and says why
+            logger.debug("neardup: cannot read the cluster's slot map: %s", self._said(exc))
+
     def _eval(
         self, name: str, key_base: str, args: Sequence[Any], what: str, *, deadline_at: int | None = None
     ) -> Any:
@@ -849,7 +863,9 @@ class RedisClusterStorage(RedisStorage):
         ids = np.flatnonzero(table[:, 0] > 0).astype(np.int64)
         return ids, table[ids, 0].astype(np.int64) - 1
 
-    def clusters(self, max_clusters: int, max_members: int) -> tuple[dict[int, int], list[dict[str, Any]]]:
+    def clusters(
+        self, max_clusters: int, max_members: int, *, singletons: bool = False
+    ) -> tuple[dict[int, int], list[dict[str, Any]]]:
         """Size histogram of all clusters and the largest ones, over the whole shared index."""
         ids, parents = self._page_table()
         if not len(ids):
@@ -873,6 +889,7 @@ class RedisClusterStorage(RedisStorage):
             max_clusters=max_clusters,
             max_members=max_members,
             describe=self._describe,
+            singletons=singletons,
         )
 
     def _heads(self, ids: list[int]) -> list[bytes]:

@@ -82,13 +82,13 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
 from neardup_scrapy.core.hashing import mix64
 from neardup_scrapy.core.minhash import STORED_DTYPE
 from neardup_scrapy.core.mirrors import MirrorEvidence, Rows, read_evidence
+from neardup_scrapy.core.urls import redact_connection_url, scrub
 
 from .base import (
     BUCKET_CAP,
@@ -117,6 +117,9 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
+#: Seconds after a round trip failed all its retries before one attempt probes the server again;
+#: each probe that fails doubles the spell, up to the store's ``cooldown``.
+FIRST_PROBE = 0.5
 FORMAT = "neardup-redis/2"
 _HEAD = struct.Struct("<iBbed")  # parent, status, hamming, similarity (f16), added
 _NONE4 = b"\xff\xff\xff\xff"
@@ -627,18 +630,9 @@ return out
 
 
 def safe_url(url: str) -> str:
-    """``url`` without its password (for messages and logs)."""
-    try:
-        parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        netloc = parts.hostname or ""
-        netloc = f"{parts.username or ''}:***@{netloc}"
-        if parts.port:
-            netloc += f":{parts.port}"
-        return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
-    except ValueError:
-        return "<unparseable redis url>"
+    """``url`` without its secrets (for messages and logs; see
+    :func:`~neardup_scrapy.core.urls.redact_connection_url`)."""
+    return redact_connection_url(url)
 
 
 _NO_IDS = np.empty(0, dtype="<u4")
@@ -732,9 +726,12 @@ class RedisStorage:
         connect_timeout: seconds to wait for a connection.
         prefetch: lookups return the records of up to this many candidates in the same round
             trip (0 disables; then :meth:`fetch` makes its own round trip).
-        cooldown: after a round trip failed all its retries, further calls fail at once for
-            this many seconds, then one attempt (without retries) probes the server, so a crawl
-            that passes pages through while Redis is down is not slowed by a backoff per page.
+        cooldown: the longest spell, after a round trip failed all its retries, during which
+            further calls fail at once; single attempts (without retries) probe the server
+            after :data:`FIRST_PROBE` seconds, then after spells that double up to ``cooldown``.
+            So a crawl that passes pages through while Redis is down is not slowed by a
+            backoff per page, and checking is back within ``cooldown`` seconds of the server
+            (or a promoted replica) answering, sooner after a short outage.
         client: an existing ``redis.Redis`` client to use instead of ``url``.
     """
 
@@ -748,7 +745,7 @@ class RedisStorage:
         socket_timeout: float = 5.0,
         connect_timeout: float = 2.0,
         prefetch: int = 64,
-        cooldown: float = 5.0,
+        cooldown: float = 4.0,
         client: Any = None,
         **_: Any,
     ) -> None:
@@ -763,6 +760,7 @@ class RedisStorage:
         self.prefetch = max(0, int(prefetch))
         self.cooldown = cooldown
         self._down_until: float | None = None
+        self._down_spell = 0.0  # the current spell between probes while the server fails
         self._client: Any = client
         self._own_client = client is None
         self._num_perm = 0
@@ -814,7 +812,8 @@ class RedisStorage:
                     retry=Retry(NoBackoff(), 0),
                 )
             except ValueError as exc:
-                raise StorageError(f"invalid Redis url {safe_url(self.url)}: {exc}") from exc
+                # not chained: the parser's error may quote the url's parts (a traceback would show them)
+                raise StorageError(f"invalid Redis url {safe_url(self.url)}: {self._said(exc)}") from None
         client = self._client
         for name, source in (
             ("lookup", _LUA_LOOKUP),
@@ -828,9 +827,11 @@ class RedisStorage:
         try:
             client.ping()
         except self._transient as exc:
-            raise StorageError(f"cannot reach Redis at {safe_url(self.url)}: {exc}") from exc
+            raise StorageError(f"cannot reach Redis at {safe_url(self.url)}: {self._said(exc)}") from exc
         except redis.RedisError as exc:
-            raise StorageError(f"Redis at {safe_url(self.url)} refused the connection: {exc}") from exc
+            raise StorageError(
+                f"Redis at {safe_url(self.url)} refused the connection: {self._said(exc)}"
+            ) from exc
         wanted = {k: json.loads(json.dumps(v, allow_nan=False)) for k, v in signature.items()}
         load, maxval = self._listpack_limits()
         self._init_args = [self.prefix, FORMAT, load, maxval, 0]
@@ -1107,7 +1108,9 @@ class RedisStorage:
 
         return self._call(read, "mirror evidence")
 
-    def clusters(self, max_clusters: int, max_members: int) -> tuple[dict[int, int], list[dict[str, Any]]]:
+    def clusters(
+        self, max_clusters: int, max_members: int, *, singletons: bool = False
+    ) -> tuple[dict[int, int], list[dict[str, Any]]]:
         """Size histogram of all clusters and the largest ones, over the whole shared index."""
         total = len(self)
         parents: list[int] = []
@@ -1140,6 +1143,7 @@ class RedisStorage:
             max_clusters=max_clusters,
             max_members=max_members,
             describe=self._describe,
+            singletons=singletons,
         )
 
     def memory_bytes(self) -> int:
@@ -1200,13 +1204,19 @@ class RedisStorage:
             if wait > 0:
                 raise StorageError(f"Redis at {safe_url(self.url)} is unreachable (next try in {wait:.1f}s)")
             policy = RetryPolicy(attempts=1)  # half-open: one probe
+            self._before_probe()
         self.round_trips += 1
         try:
-            result = call_with_retry(fn, policy, self._transient, f"Redis {what} at {safe_url(self.url)}")
+            result = call_with_retry(
+                fn, policy, self._transient, f"Redis {what} at {safe_url(self.url)}", said=self._said
+            )
             self._down_until = None
             return result
         except StorageError:
-            self._down_until = time.monotonic() + self.cooldown
+            # the first spell is short (a failover is over in seconds), each failed probe doubles it
+            failing = self._down_until is not None
+            self._down_spell = min(self.cooldown, 2 * self._down_spell if failing else FIRST_PROBE)
+            self._down_until = time.monotonic() + self._down_spell
             raise
         except redis.ResponseError as exc:
             if "NEARDUP_NOINDEX" in str(exc):
@@ -1217,9 +1227,16 @@ class RedisStorage:
                     f"the neardup index at {self.where} vanished (was Redis restarted without persistence, "
                     "or the keys deleted?)"
                 ) from exc
-            raise StorageError(f"Redis {what} at {safe_url(self.url)} failed: {exc}") from exc
+            raise StorageError(f"Redis {what} at {safe_url(self.url)} failed: {self._said(exc)}") from exc
         except redis.RedisError as exc:
-            raise StorageError(f"Redis {what} at {safe_url(self.url)} failed: {exc}") from exc
+            raise StorageError(f"Redis {what} at {safe_url(self.url)} failed: {self._said(exc)}") from exc
+
+    def _said(self, exc: BaseException) -> str:
+        """An error's message without the secrets of the url (a client library may quote them)."""
+        return scrub(str(exc), self.url)
+
+    def _before_probe(self) -> None:
+        """Called before a single attempt probes a server that failed (nothing to do on one server)."""
 
     def _run(self, script: str, args: Sequence[Any], what: str, *, deadline_at: int | None = None) -> Any:
         """Run a script; ``args[deadline_at]`` gets a fresh commit deadline at each attempt."""

@@ -60,6 +60,7 @@ def call_with_retry(
     *,
     on_retry: Callable[[BaseException], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    said: Callable[[BaseException], str] = str,
 ) -> T:
     """Call ``fn``; retry on ``transient`` errors with backoff, then raise :class:`StorageError`.
 
@@ -70,6 +71,7 @@ def call_with_retry(
         what: short description for the log and the error message (no secrets).
         on_retry: called with the error before each retry (e.g. to reset a connection pool).
         sleep: the sleep function (tests replace it).
+        said: an error's message as logged and raised (a store removes its url's secrets).
 
     Raises:
         StorageError: every attempt failed with a transient error.
@@ -80,12 +82,67 @@ def call_with_retry(
             return fn()
         except transient as exc:
             if attempt >= len(delays):
-                raise StorageError(f"{what} failed after {policy.attempts} attempt(s): {exc}") from exc
+                raise StorageError(f"{what} failed after {policy.attempts} attempt(s): {said(exc)}") from exc
             delay = delays[attempt]
             logger.warning(
-                "neardup: %s failed (%s); retry %d/%d in %.2fs", what, exc, attempt + 1, len(delays), delay
+                "neardup: %s failed (%s); retry %d/%d in %.2fs",
+                what,
+                said(exc),
+                attempt + 1,
+                len(delays),
+                delay,
             )
             if on_retry is not None:
                 on_retry(exc)
             sleep(delay)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+#: Seconds the report and the exports at the end of a crawl wait for a failing store (Redis
+#: down, a Redis Cluster failover) to answer again before they give up.
+CLOSE_PATIENCE = 30.0
+#: Seconds between tries while waiting (a store in its spell between probes fails at once).
+_PATIENT_STEP = 0.25
+
+
+def call_patiently(
+    fn: Callable[[], T],
+    patience: float,
+    what: str,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> T:
+    """Call ``fn``; while it raises :class:`StorageError`, try again for up to ``patience`` seconds.
+
+    For what a crawl must not lose to a short outage, such as the report at its end: the pages
+    passed unchecked while the store failed, but the report covers the whole index once the
+    store answers again. Logs one WARNING when it starts waiting and one when the wait ends.
+
+    Raises:
+        StorageError: the last failure, when the store still fails after ``patience`` seconds.
+    """
+    deadline = clock() + patience
+    waited: StorageError | None = None
+    started = clock()
+    while True:
+        try:
+            result = fn()
+        except StorageError as exc:
+            if clock() >= deadline:
+                raise
+            if waited is None:
+                logger.warning(
+                    "neardup: the index store fails (%s); waiting up to %.0f s for it to answer to build %s",
+                    exc,
+                    patience,
+                    what,
+                )
+            waited = exc
+            sleep(max(0.0, min(_PATIENT_STEP, deadline - clock())))
+            continue
+        if waited is not None:
+            logger.warning(
+                "neardup: the index store answers again after %.1f s; %s is built", clock() - started, what
+            )
+        return result

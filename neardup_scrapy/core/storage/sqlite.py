@@ -128,6 +128,12 @@ def _to_db(text: str) -> str | bytes:
     return text
 
 
+def text_of(raw: bytes) -> str:
+    """A TEXT value as read from the file; bytes that are not UTF-8 (damage: SQLite does not check
+    what it is given) are kept as escapes rather than failing the whole query."""
+    return raw.decode("utf-8", "surrogateescape")
+
+
 def _from_db(value: Any) -> str:
     """A url or host as stored by :func:`_to_db`."""
     if isinstance(value, bytes):
@@ -136,6 +142,54 @@ def _from_db(value: Any) -> str:
         except UnicodeDecodeError:
             return value.decode("utf-8", "replace")
     return str(value)
+
+
+def record_damage(row: Sequence[Any], num_perm: int) -> str:
+    """What is wrong with a ``docs`` row as :meth:`SQLiteStorage.fetch` reads it (``id, simhash,
+    digest, signature, added, url, host, profile, status``); ``""`` for a sound one.
+
+    The checks are those of the values' types and sizes, which SQLite does not enforce (a column
+    declared ``INTEGER`` takes text): a record damaged so passes the integrity check at open.
+    """
+    _, simhash, digest, signature, added, url, host, profile, status = row
+    if type(simhash) is not int:
+        return f"SimHash is {type(simhash).__name__}, not an integer"
+    if not isinstance(digest, bytes) or len(digest) != 16:
+        return f"digest of {_size(digest)}, expected 16 bytes"
+    if signature is not None and (not isinstance(signature, bytes) or len(signature) != num_perm):
+        return f"signature of {_size(signature)}, expected {num_perm} bytes"
+    if type(added) not in (int, float) or not math.isfinite(added):
+        return f"time added is {added!r}, not a number"
+    if not isinstance(url, (str, bytes)) or not url:
+        return f"url is {url!r}"
+    if type(host) is not int:
+        return f"host id is {type(host).__name__}, not an integer"
+    if profile is not None and not isinstance(profile, bytes):
+        return f"profile is {type(profile).__name__}, not bytes"
+    if type(status) is not int or status not in STATUS_NAMES:
+        return f"status is {status!r}"
+    return ""
+
+
+def damaged_record_sql(num_perm: int) -> str:
+    """An SQL condition on a ``docs`` row that holds where :func:`record_damage` finds damage."""
+    return (
+        "typeof(simhash) != 'integer' OR typeof(digest) != 'blob' OR length(digest) != 16 "
+        "OR (signature IS NOT NULL AND (typeof(signature) != 'blob' "
+        f"OR length(signature) != {int(num_perm)})) "
+        "OR typeof(added) NOT IN ('integer', 'real') OR typeof(url) NOT IN ('text', 'blob') OR url = '' "
+        "OR typeof(host) != 'integer' OR (profile IS NOT NULL AND typeof(profile) != 'blob') "
+        "OR typeof(status) != 'integer' OR status NOT IN (0, 1, 2)"
+    )
+
+
+def _count(value: Any) -> int:
+    """A counter as stored; a damaged one (not a non-negative integer) counts 0."""
+    return value if type(value) is int and value >= 0 else 0
+
+
+def _size(value: Any) -> str:
+    return f"{len(value)} bytes" if isinstance(value, bytes) else f"a {type(value).__name__}"
 
 
 def _signed64(value: int) -> int:
@@ -152,6 +206,7 @@ def summarize_clusters(
     max_members: int,
     describe: Callable[[Sequence[int]], list[tuple[str, str]]],
     ids: I64Array | None = None,
+    singletons: bool = False,
 ) -> tuple[dict[int, int], list[dict[str, Any]]]:
     """Cluster histogram and largest clusters from per-page roots (see ``IndexStorage.clusters``).
 
@@ -162,8 +217,10 @@ def summarize_clusters(
         hamming: SimHash distance to the representative per page.
         max_clusters: clusters listed.
         max_members: members listed per cluster (representative first).
-        describe: ``ids -> [(url, host)]`` for the pages listed.
+        describe: ``ids -> [(url, host)]`` for the pages listed, called once with all of them
+            (a store that asks a server batches its round trips).
         ids: page ids of the rows (default ``0..n-1``).
+        singletons: list clusters of one page too (after the larger ones, in id order).
     """
     if not len(roots):
         return {}, []
@@ -175,23 +232,32 @@ def summarize_clusters(
     order = np.lexsort((unique_roots[multi], -sizes[multi]))[:max_clusters]
     chosen = unique_roots[multi][order]
     chosen_sizes = sizes[multi][order]
+    # clusters of one page (the full exports): the root is the page, in id order, described at once
+    lone = unique_roots[~multi][: max(max_clusters - len(chosen), 0)] if singletons else unique_roots[:0]
     by_root = np.argsort(roots, kind="stable")
     sorted_roots = roots[by_root]
-    out: list[dict[str, Any]] = []
+    plans: list[tuple[int, int, I64Array, list[int], list[int]]] = []
+    wanted: set[int] = set()
     for root, size in zip(chosen.tolist(), chosen_sizes.tolist(), strict=True):
         lo, hi = np.searchsorted(sorted_roots, [root, root + 1])
         rows = by_root[lo:hi]
         member_ids = ids[rows]
         # Representative first (it is the root; ids grow in crawl order).
         order_rows = np.argsort(np.where(member_ids == root, -1, member_ids), kind="stable")
-        rows = rows[order_rows]
-        listed = rows[: max(max_members, 1)]
-        listed_ids = [int(i) for i in ids[listed]]
-        host_rows = rows[:1000]
-        wanted = sorted({int(i) for i in ids[host_rows]} | set(listed_ids) | {int(root)})
-        info = dict(zip(wanted, describe(wanted), strict=True))
+        rows = rows[order_rows][: max(max_members, 1000)]
+        listed_ids = [int(i) for i in ids[rows[: max(max_members, 1)]]]
+        host_ids = [int(i) for i in ids[rows[:1000]]]
+        plans.append((int(root), int(size), rows, listed_ids, host_ids))
+        wanted.update(listed_ids)
+        wanted.update(host_ids)
+        wanted.add(int(root))
+    lone_ids = lone.tolist()  # a cluster of one page is rooted at that page
+    asked = sorted(wanted.union(lone_ids))
+    info = dict(zip(asked, describe(asked), strict=True))
+    out: list[dict[str, Any]] = []
+    for root, size, rows, listed_ids, host_ids in plans:
         members = []
-        for row, doc in zip(listed[:max_members].tolist(), listed_ids[:max_members], strict=True):
+        for row, doc in zip(rows[:max_members].tolist(), listed_ids[:max_members], strict=True):
             members.append(
                 cluster_member(
                     info[doc][0], status[row], similarity[row], hamming[row], representative=doc == root
@@ -201,12 +267,16 @@ def summarize_clusters(
         out.append(
             {
                 "id": root_url,
-                "size": int(size),
+                "size": size,
                 "representative": root_url,
-                "hosts": sorted({info[int(i)][1] for i in ids[host_rows]}),
+                "hosts": sorted({info[i][1] for i in host_ids}),
                 "members": members,
             }
         )
+    for doc in lone_ids:
+        url, host = info[doc]
+        member = {"url": url, "status": "unique", "similarity": None, "hamming": None}
+        out.append({"id": url, "size": 1, "representative": url, "hosts": [host], "members": [member]})
     return hist, out
 
 
@@ -265,6 +335,7 @@ class SQLiteStorage:
             db = sqlite3.connect(self.path, timeout=2.0, isolation_level=None, check_same_thread=False)
         except (OSError, sqlite3.Error) as exc:
             raise StorageError(f"cannot open the neardup index {self.path}: {exc}") from exc
+        db.text_factory = text_of
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
@@ -328,7 +399,9 @@ class SQLiteStorage:
 
     def _load(self) -> None:
         db = self._require()
-        rows = db.execute("SELECT parent, host FROM docs ORDER BY id").fetchall()
+        rows = db.execute(
+            "SELECT parent, CASE WHEN typeof(host) = 'integer' THEN host ELSE -1 END FROM docs ORDER BY id"
+        ).fetchall()
         parents = np.array([p if isinstance(p, int) else -1 for (p, _) in rows], dtype=np.int64)
         self._doc_hosts = np.array([h for (_, h) in rows], dtype=np.int32)
         self._next = len(parents)
@@ -355,17 +428,31 @@ class SQLiteStorage:
             host_id, name = int(row[0]), _from_db(row[1])
             self._host_ids[name] = host_id
             self._host_names[host_id] = name
-            self._counts[name] = HostCounts(*(int(v) for v in row[2:9]))
-            if row[9]:
-                ledger.documents[name] = int(row[9])
-            if row[10]:
-                ledger.duplicated[name] = int(row[10])
+            self._counts[name] = HostCounts(*(_count(v) for v in row[2:9]))
+            if _count(row[9]):
+                ledger.documents[name] = _count(row[9])
+            if _count(row[10]):
+                ledger.duplicated[name] = _count(row[10])
         names = self._host_names
         for root, host_id, n in db.execute("SELECT root, host, n FROM clusters"):
-            ledger.cluster_hosts.setdefault(int(root), {})[names[host_id]] = int(n)
+            if type(root) is int and host_id in names:
+                ledger.cluster_hosts.setdefault(root, {})[names[host_id]] = _count(n)
         for table, target in (("shared", ledger.shared), ("canonical", ledger.canonical)):
             for host_id, other_id, n in db.execute(f"SELECT host, other, n FROM {table}"):
-                target.setdefault(names[host_id], {})[names[other_id]] = int(n)
+                if host_id in names and other_id in names:
+                    target.setdefault(names[host_id], {})[names[other_id]] = _count(n)
+        (damaged,) = db.execute(
+            f"SELECT count(*) FROM docs WHERE {damaged_record_sql(self._num_perm)}"
+        ).fetchone()
+        if damaged:
+            logger.warning(
+                "neardup: %d page record(s) of the index %s are damaged (values of the wrong type or "
+                "size); a check that meets one fails like a store failure (NEARDUP_ON_STORAGE_ERROR). "
+                "`neardup-scrapy check-index %s` lists them",
+                damaged,
+                self.path,
+                self.path,
+            )
 
     def close(self) -> None:
         """Commit the open batch, checkpoint the WAL into the file and close. Idempotent."""
@@ -456,15 +543,21 @@ class SQLiteStorage:
         digests, urls, hosts, profiles, statuses = [], [], [], [], []
         for i, doc in enumerate(present):
             _, simhash, digest, signature, when, url, host, profile, status = rows[doc]
-            if signature:
+            damage = record_damage(rows[doc], self._num_perm)
+            if damage:
+                raise StorageError(
+                    f"the record of page {doc} in the neardup index at {self.path} is damaged ({damage}); "
+                    f"`neardup-scrapy check-index {self.path}` lists every damaged record"
+                )
+            if signature is not None:
                 signatures[i] = np.frombuffer(signature, dtype=STORED_DTYPE)
-            simhashes[i] = int(simhash) & 0xFFFFFFFFFFFFFFFF
+            simhashes[i] = simhash & 0xFFFFFFFFFFFFFFFF
             added[i] = when
             digests.append(bytes(digest))
             urls.append(_from_db(url))
-            hosts.append(self._host_names.get(int(host), ""))
+            hosts.append(self._host_names.get(host, ""))
             profiles.append(bytes(profile or b""))
-            statuses.append(STATUS_NAMES.get(int(status), "unique"))
+            statuses.append(STATUS_NAMES[status])
         return DocBatch(
             ids=np.array(present, dtype=np.int64),
             signatures=signatures,
@@ -568,7 +661,9 @@ class SQLiteStorage:
         """The mirror evidence (see the protocol)."""
         return self._ledger.evidence({h: c.pages for h, c in self._counts.items()}, min_pages, share)
 
-    def clusters(self, max_clusters: int, max_members: int) -> tuple[dict[int, int], list[dict[str, Any]]]:
+    def clusters(
+        self, max_clusters: int, max_members: int, *, singletons: bool = False
+    ) -> tuple[dict[int, int], list[dict[str, Any]]]:
         """Size histogram of all clusters and the largest ones (see the protocol)."""
         db = self._require()
         n = self._next
@@ -578,7 +673,15 @@ class SQLiteStorage:
         status = np.zeros(n, dtype=np.uint8)
         similarity = np.zeros(n, dtype=np.float32)
         hamming = np.zeros(n, dtype=np.int16)
-        for doc, st, sim, ham in db.execute("SELECT id, status, similarity, hamming FROM docs"):
+        # damaged values (text in a number column: SQLite keeps it) are shown as unknown
+        for doc, st, sim, ham in db.execute(
+            "SELECT id, "
+            "CASE WHEN typeof(status) = 'integer' AND status BETWEEN 0 AND 2 THEN status ELSE 255 END, "
+            "CASE WHEN typeof(similarity) IN ('real', 'integer') AND similarity BETWEEN 0 AND 1 "
+            "THEN similarity END, "
+            "CASE WHEN typeof(hamming) = 'integer' AND hamming BETWEEN -1 AND 64 THEN hamming ELSE -1 END "
+            "FROM docs"
+        ):
             status[doc] = st
             similarity[doc] = float("nan") if sim is None else sim
             hamming[doc] = ham
@@ -590,6 +693,7 @@ class SQLiteStorage:
             max_clusters=max_clusters,
             max_members=max_members,
             describe=self._describe,
+            singletons=singletons,
         )
 
     def memory_bytes(self) -> int:
@@ -614,7 +718,7 @@ class SQLiteStorage:
             part = id_list[start : start + _CHUNK]
             marks = ",".join("?" * len(part))
             for doc, url, host in db.execute(f"SELECT id, url, host FROM docs WHERE id IN ({marks})", part):
-                found[int(doc)] = (_from_db(url), self._host_names.get(int(host), ""))
+                found[int(doc)] = (_from_db(url), self._host_names.get(host, "") if type(host) is int else "")
         return [found.get(i, ("", "")) for i in id_list]
 
     def _begin(self) -> None:

@@ -90,12 +90,16 @@ def all_roots(parents: I64Array) -> tuple[I64Array, list[int]]:
     bad = (pos < 0) | (pos >= n)
     if bad.any():
         pos[bad] = np.flatnonzero(bad)
-    # A forest of depth d converges after ceil(log2(d)) + 1 squarings; a cycle never does.
+    # A forest of depth d converges after ceil(log2(d)) + 1 squarings, to roots that are their
+    # own parents; a cycle either never converges or (a cycle whose length divides a power of
+    # two) converges to pages that are not their own parents.
     current = pos
     for _ in range(n.bit_length() + 2):
         grand = current[current]
         if np.array_equal(grand, current):
-            return current, []
+            if np.array_equal(pos[current], current):
+                return current, []
+            break
         current = grand
     return _roots_breaking_cycles(pos.tolist())
 
