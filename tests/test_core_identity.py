@@ -137,7 +137,7 @@ def _python_jaccard(a: list[int], b: list[int], k: int) -> float:
 
 
 def _top8(tokens: list[str]) -> list[int]:
-    data = Tokenizer(0).hashes(" ".join(tokens))
+    data = Tokenizer(DETECTOR.params.seed).hashes(" ".join(tokens))
     return [int.from_bytes(data[i : i + 8], "little") >> 56 for i in range(0, len(data), 8)]
 
 
