@@ -209,8 +209,9 @@ class NearDupDetector:
             tree: an already parsed lxml tree of the page.
             encoding: the body's encoding when known (bytes ``html`` only).
             nbytes: the body size for the bytes-saved figure (default: ``len(html)``).
-            started: ``time.monotonic()`` when the check began, if the caller did part of it
-                (e.g. parsed ``tree``): that part counts in the ``timeout`` budget (default: now).
+            started: ``time.thread_time()`` when the check began in this thread, if the caller
+                did part of it (e.g. parsed ``tree``): that part counts in the ``timeout``
+                budget, CPU seconds of this thread (default: now).
             parse: returns the tree of ``html`` where the compiled pass cannot follow the
                 parser's events (see :class:`~.analysis.PageAnalyzer`); its exceptions propagate.
 
