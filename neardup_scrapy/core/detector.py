@@ -638,22 +638,35 @@ class NearDupDetector:
                 return _Match("unique", reason=self._exact_only_reason())
             judge = self._judge_view
 
-        reasons: dict[int, str] = {}
-        for i in range(len(batch)):
-            if alive[i]:
-                why = judge(
+        # Candidates deduplicated by cluster: a cluster's rows are verified best first (the
+        # order its best verified row is chosen by) and only until one passes, so a check
+        # verifies about one row per cluster, not every member the lookup returned (a host
+        # serving thousands of near-identical pages: one cluster, up to 128 members).
+        reasons: dict[int, str | None] = {}
+
+        def verified(i: int) -> str | None:
+            if i not in reasons:
+                reasons[i] = judge(
                     sims[i],
                     dists[i],
                     profiles=(sketch.profile, known.profile(ids[i])),
                     urls=(url, batch.urls[i]),
                 )
-                if why is not None:
-                    reasons[i] = why
-        if not reasons:
+            return reasons[i]
+
+        by_root: dict[int, list[int]] = {}
+        for i in sorted((i for i in range(len(batch)) if alive[i]), key=lambda i: (-sims[i], ids[i])):
+            by_root.setdefault(roots[i], []).append(i)
+        best_rows = {
+            root: best
+            for root, rows in by_root.items()
+            if (best := next((i for i in rows if verified(i) is not None), -1)) >= 0
+        }
+        if not best_rows:
             if exact_only:
                 return _Match("unique", reason=self._exact_only_reason())
             return _Match("unique", reason=f"{len(batch)} candidate(s), none similar enough")
-        candidate_roots = sorted({roots[i] for i in reasons})
+        candidate_roots = sorted(best_rows)
         known.prefetch(candidate_roots)
 
         floor = self.params.edit_floor
@@ -665,7 +678,7 @@ class NearDupDetector:
                 rep.similarity, rep.hamming, profiles=(sketch.profile, rep.profile), urls=(url, rep.url)
             )
             direct = verdict is not None
-            best_row = max((i for i in reasons if roots[i] == root), key=lambda i: (sims[i], -ids[i]))
+            best_row = best_rows[root]  # the verified row of highest similarity (earliest on ties)
             member = known.find(ids[best_row])
             member_to_rep = float(estimate_jaccard(member.signature, rep.signature)[0])
             # The chaining guard keeps a cluster from drifting along a chain of resemblances; a
@@ -679,8 +692,13 @@ class NearDupDetector:
             # that cluster's representative: a page passing it would have joined it before the
             # merge, so it joins it after the merge too (the verdict must not depend on whether
             # the merge came first), still within the edit floor of the representative.
-            via_merged = rep.similarity >= floor and any(
-                roots[i] == root and ids[i] != root and statuses[i] == "unique" for i in reasons
+            via_merged = (
+                not (direct or via_member)
+                and rep.similarity >= floor
+                and any(
+                    ids[i] != root and statuses[i] == "unique" and verified(i) is not None
+                    for i in by_root[root]
+                )
             )
             if direct or via_member or via_merged:
                 accepted.append((rep.similarity, -root, root, best_row, direct))
