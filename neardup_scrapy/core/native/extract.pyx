@@ -146,10 +146,14 @@ cdef enum:
     LINK_LINE_PCT = 50      # a one-line layout block this much link text is a navigation line
     # A title heading is a line, not a passage: an element with more visible characters than
     # this (or a longer span of text, whitespace included) is never one. The longest title
-    # heading of the labelled sets has 141 characters. It also bounds the words read per
-    # heading candidate, so nested candidates cost a constant each.
+    # heading of the labelled sets has 141 characters.
     ANCHOR_CHARS = 400
     ANCHOR_BYTES = 16 * ANCHOR_CHARS
+    # The headings' words are read at most this many times over the page's text (a heading in
+    # a title-classed wrapper is read twice): candidates nested in one another (a chain of
+    # 2,000 nested headings) would read the same text once per level. Past that allowance the
+    # later candidates are not read, so the search stays linear in the page.
+    ANCHOR_READS = 2
     # A framing page heads the copied document twice (module docstring): its label and the
     # document's heading come first among its title-matching <h1>s. The search for the pair
     # compares them pairwise, so it looks at the first MAX_FRAMED (a page of thousands of such
@@ -1018,8 +1022,9 @@ cdef class Extractor:
         kept in ``self.frame``.
 
         Linear in the page: a heading is a line, so an element longer than ``ANCHOR_CHARS`` is
-        not read as one (nested candidates cost a constant each), and its words are counted
-        against the title's in C tables, no Python object per word."""
+        not read as one, the candidates' text is read at most ``ANCHOR_READS`` times over the
+        page's text however they nest, and their words are counted against the title's in C
+        tables, no Python object per word."""
         cdef int32_t i
         cdef Elem *e
         cdef size_t k, distinct, hit
@@ -1030,6 +1035,7 @@ cdef class Extractor:
         cdef set anchor_set
         cdef Py_ssize_t a, b
         cdef int32_t outer, inner, only
+        cdef size_t allowance = ANCHOR_READS * self.buf.len + ANCHOR_BYTES
         self.anchors = []
         self.frame = -1
         self.work += self.title.len
@@ -1057,6 +1063,9 @@ cdef class Extractor:
                 continue  # a page header's menus and kickers are not the page's heading
             if e.text > ANCHOR_CHARS or e.tend - e.tstart > ANCHOR_BYTES:
                 continue  # a passage, not a heading
+            if e.tend - e.tstart > allowance:
+                break  # the headings' text read ANCHOR_READS times over
+            allowance -= e.tend - e.tstart
             self.work += e.tend - e.tstart
             self.word_hashes.len = 0
             if _word_hashes(self.buf.data + e.tstart, e.tend - e.tstart, &self.word_hashes) < 0:
