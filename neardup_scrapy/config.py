@@ -53,6 +53,7 @@ PARAM_SETTINGS = {
     "mirror_share": "NEARDUP_MIRROR_SHARE",
     "ttl": "NEARDUP_TTL",
     "timeout": "NEARDUP_TIMEOUT",
+    "max_work": "NEARDUP_MAX_WORK",
 }
 
 DEFAULT_MAX_BODY_BYTES = 10_000_000
@@ -277,6 +278,7 @@ def _params(read: _Reader) -> DetectorParams:
         "mirror_share": read.get_float("NEARDUP_MIRROR_SHARE", default.mirror_share, "a number in (0, 1]"),
         "ttl": read.optional_float("NEARDUP_TTL", "a positive number of seconds or None"),
         "timeout": read.get_float("NEARDUP_TIMEOUT", default.timeout, "a number of seconds in (0, 600]"),
+        "max_work": read.get_int("NEARDUP_MAX_WORK", default.max_work, "an integer >= 0 (0: no limit)", 0),
     }
     try:
         return DetectorParams(**fields)

@@ -17,9 +17,10 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from .core.native.extract import has_long_tag
-from .core.text import utf8_despite_label
+from .core.text import MAX_ATTRIBUTES, ParseTimeout, flatten_tags, utf8_despite_label
 
 __all__ = [
+    "MAX_ATTRIBUTES",
     "ParseTimeout",
     "html_tree",
     "ordinary_page",
@@ -32,28 +33,18 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 #: Texts up to this many characters are read from the tree Scrapy builds for the spider (parsed
-#: once for both). libxml2 parses ordinary markup at 7 MB/s or more even on a loaded core, so
-#: that parse stays well inside the check's budget; longer texts are parsed here, in chunks,
-#: with the budget checked between chunks (a parse that cannot finish in time is abandoned).
+#: once for both). libxml2 parses ordinary markup at 7 MB/s or more, so that parse stays well
+#: inside the check's budget; longer texts are parsed here, in chunks, with the CPU clock of the
+#: thread looked at between chunks (a parse that cannot finish in time is abandoned).
 SAFE_PARSE_CHARS: Final = 1_000_000
 #: Bytes fed to the parser between two looks at the clock (about 30 ms of parsing).
 PARSE_CHUNK: Final = 1 << 18
-#: Attributes kept per tag. libxml2's HTML parser compares each attribute of a tag with the
-#: tag's earlier ones, so its time grows with the square of their number (100k attributes on
-#: one tag, 0.9 MB: 75 s). Attributes carry no visible text and no real element has hundreds,
-#: so the ones past this many are dropped before parsing: the principle is that parsing time
-#: must be linear in the size of the page whatever its markup.
-MAX_ATTRIBUTES: Final = 256
 #: libxml2 stops at this nesting depth (with ``huge_tree``) and drops the rest of the document.
 _MAX_DEPTH: Final = 2047
 # A tag long enough to hold MAX_ATTRIBUTES attributes (each at least 2 characters); linear:
 # each run of characters between two angle brackets is scanned once.
 _LONG_TAG_RE: Final = re.compile(rf"<[a-zA-Z][^<>]{{{2 * MAX_ATTRIBUTES},}}>")
 _ATTRIBUTE_RE: Final = re.compile(r"""[^\s/>"'=]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'>]*))?""")
-
-
-class ParseTimeout(Exception):
-    """The page could not be parsed within the check's time budget."""
 
 
 def response_text(response: Any) -> str:
@@ -133,9 +124,10 @@ def _too_deep(root: Any) -> bool:
 
 def _bounded_parse(text: str, deadline: float) -> Any:
     """Parse ``text`` as parsel does for Scrapy (same parser options, same clean-up), feeding it
-    in chunks and giving up at ``deadline``; a document nested past libxml2's depth limit is
-    parsed again with the tags the extractor does not read flattened (see
-    :mod:`neardup_scrapy.core.text`), so its text is not lost.
+    in chunks and giving up once the thread's CPU clock (``time.thread_time()``) passes
+    ``deadline``; a document nested past libxml2's depth limit is parsed again with the tags
+    the extractor does not read flattened (:func:`~neardup_scrapy.core.text.flatten_tags`), so
+    its text is not lost.
 
     Raises:
         ParseTimeout: the deadline passed.
@@ -143,15 +135,13 @@ def _bounded_parse(text: str, deadline: float) -> Any:
     from lxml import etree
     from lxml import html as lxml_html
 
-    from .core.text import _FLATTEN_TAG_RE
-
     body = selector_body(text)
     if body is None:
         return None
     for attempt in range(2):
         parser = lxml_html.HTMLParser(recover=True, encoding="utf-8", huge_tree=True)
         for start in range(0, len(body), PARSE_CHUNK):
-            if time.monotonic() > deadline:
+            if time.thread_time() > deadline:
                 raise ParseTimeout
             parser.feed(body[start : start + PARSE_CHUNK])
         try:
@@ -162,7 +152,7 @@ def _bounded_parse(text: str, deadline: float) -> Any:
             root = etree.fromstring(b"<html/>", parser=lxml_html.HTMLParser())
         if attempt or not _too_deep(root):
             return root
-        body = _FLATTEN_TAG_RE.sub(b" ", body)
+        body = flatten_tags(body)
     return root  # pragma: no cover (the loop returns)
 
 
@@ -173,7 +163,7 @@ def page_tree(text: str, deadline: float, scrapy_tree: Callable[[], Any] | None 
     ``MAX_ATTRIBUTES`` attributes, nested less deep than libxml2's limit) give the tree Scrapy
     builds for the spider: ``scrapy_tree()`` (inline: the cached ``response.selector`` tree),
     else :func:`html_tree`. Others are parsed by :func:`_bounded_parse` within ``deadline``
-    (``time.monotonic()``).
+    (``time.thread_time()`` of this thread: CPU time).
 
     Returns:
         The root element, or ``None`` when the text cannot be parsed.

@@ -103,6 +103,7 @@ KNOWN_SETTINGS = frozenset(
         "WORKER",
         "MASK_DATES",
         "TIMEOUT",
+        "MAX_WORK",
         "CLUSTERS_FILE",
         "PAIRS_FILE",
         "WARC_FILE",
@@ -430,8 +431,8 @@ class NeardupRuntime:
             return thread.submit(self._check_on_thread, url, text, nbytes).addCallbacks(
                 self._checked_on_thread, self._failed_on_thread, callbackArgs=(url,), errbackArgs=(url,)
             )
-        # The parse counts in the check's budget (NEARDUP_TIMEOUT), as in the worker.
-        started = time.monotonic()
+        # The parse counts in the check's CPU budget (NEARDUP_TIMEOUT), as in the worker.
+        started = time.thread_time()
         try:
             root = page_tree(text, started + self.config.params.timeout, tree)
         except ParseTimeout:
@@ -492,7 +493,7 @@ class NeardupRuntime:
 
         detector = self.detector
         assert detector is not None, "the index is closed"
-        started = time.monotonic()
+        started = time.thread_time()  # the budget counts this thread's CPU time
         try:
             try:
                 source, how = text_reading(text, started + self.config.params.timeout)

@@ -629,8 +629,8 @@ def _check(detector: Any, url: str, html: bytes | str, encoding: str | None, nby
     if isinstance(html, str):
         from .pages import ParseTimeout, text_reading
 
-        # The parse counts in the check's budget (NEARDUP_TIMEOUT), as inline.
-        started = time.monotonic()
+        # The parse counts in the check's CPU budget (NEARDUP_TIMEOUT), as inline.
+        started = time.thread_time()
         try:
             source, how = text_reading(html, started + detector.params.timeout)
             return detector.check(url, source, nbytes=nbytes, started=started, **how)

@@ -1,14 +1,17 @@
 """#12 finding 1: no page can hold a check (and the pages behind it) past the time budget.
 
-The budget (``NEARDUP_TIMEOUT``, 1 s by default) covers the whole check: the parse of the page
-(:func:`neardup_scrapy.pages.page_tree`, in chunks with the clock read between them, attributes
-capped so that libxml2 stays linear) and the compiled pass (its own deadline). A page past it is
-skipped with reason ``timeout``; the pages behind it keep their verdicts and their latency.
+The CPU budget (``NEARDUP_TIMEOUT``, 1 s of the checking thread's CPU time by default) covers the
+whole check: the parse of the page (:func:`neardup_scrapy.pages.page_tree`, in chunks with the
+CPU clock read between them, attributes capped so that libxml2 stays linear) and the compiled
+pass (which also counts its work against ``NEARDUP_MAX_WORK``: see ``test_budget_work.py``). A
+page past it is skipped with reason ``timeout``; the pages behind it keep their verdicts and
+their latency.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import tempfile
 import time
@@ -31,7 +34,7 @@ from neardup_scrapy.worker import _check as worker_check
 
 BUDGET = 1.0  # the default NEARDUP_TIMEOUT
 #: What a check may take past the budget: the parse chunk or final step under way when the
-#: clock ran out, on a loaded machine. Before the fix the worst page below took 75 s.
+#: clock ran out. Before the fix the worst page below took 75 s (and a 1 MB flood of <h1> 507 s).
 SLACK = 1.0
 
 
@@ -48,6 +51,8 @@ PATHOLOGICAL: dict[str, str] = {
     "9.9 MB": _doc("<p>a b</p>" * 990_000),
     # libxml2 compares each attribute of a tag with the earlier ones: quadratic (75 s unbounded)
     "100k attributes": _doc("<p " + " ".join(f"a{i}=1" for i in range(100_000)) + ">some text</p>"),
+    # #32: title headings matched pairwise after the walk (507 s before the fix)
+    "h1 x 100k": "<html><head><title>a</title></head><body>" + "<h1>a</h1>" * 99_990 + "</body></html>",
 }
 
 
@@ -71,21 +76,25 @@ def _check_inline(runtime: NeardupRuntime, url: str, html: str) -> Verdict:
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("mode", ["inline", "process"])
 def test_each_pathological_page_ends_within_the_budget(mode: str) -> None:
-    """Each page finishes in about the budget (or is skipped as ``timeout`` within it), and both
-    modes give the same verdict for pages that finish well inside it."""
+    """Each page finishes in about the budget of CPU time of the thread checking it (or is
+    skipped as ``timeout`` within it), and both modes give the same verdict for pages that
+    finish well inside it."""
     runtime = _inline_runtime() if mode == "inline" else None
     detector = NearDupDetector(timeout=BUDGET, repeat_cache=0)
     try:
         for name, html in PATHOLOGICAL.items():
             url = f"http://127.0.0.1/{len(html)}"
-            started = time.monotonic()
+            started = time.thread_time()
             if runtime is not None:
                 verdict = _check_inline(runtime, url, html)
             else:
                 verdict = worker_check(detector, url, html, None, len(html))
-            elapsed = time.monotonic() - started
+            elapsed = time.thread_time() - started
             assert elapsed <= BUDGET + SLACK, f"{name}: {elapsed:.1f} s ({verdict.status}/{verdict.reason})"
-            assert verdict.status != "skipped" or verdict.reason in ("timeout", "no text"), (name, verdict)
+            assert verdict.status != "skipped" or verdict.reason in ("timeout", "too much work", "no text"), (
+                name,
+                verdict,
+            )
     finally:
         detector.close()
         if runtime is not None:
@@ -107,14 +116,14 @@ def test_the_long_tag_scan_finds_the_tags_the_pattern_finds(text: str, min_chars
 
 def test_attributes_past_the_cap_are_dropped_and_text_is_kept() -> None:
     html = PATHOLOGICAL["100k attributes"]
-    started = time.monotonic()
-    root = page_tree(html, time.monotonic() + 30)
-    assert time.monotonic() - started < 5.0
+    started = time.thread_time()
+    root = page_tree(html, time.thread_time() + 30)
+    assert time.thread_time() - started < 5.0
     p = root.find(".//p")
     assert p is not None and p.text == "some text"
     assert len(p.attrib) == MAX_ATTRIBUTES
     ordinary = _doc('<p class="a" id="b" data-x=\'1\' hidden>x</p>')
-    assert page_tree(ordinary, time.monotonic() + 30).find(".//p").attrib == {
+    assert page_tree(ordinary, time.thread_time() + 30).find(".//p").attrib == {
         "class": "a",
         "id": "b",
         "data-x": "1",
@@ -193,7 +202,10 @@ def test_one_pathological_page_among_100_holds_back_no_other(mode: str) -> None:
     worst_base = max(entry["seconds"] for entry in base_latency)
     worst = max(entry["seconds"] for entry in latency if entry["url"].rsplit("/", 1)[-1] not in bad)
     # Every other page waits at most one budget (plus slack) longer than in the crawl without.
-    assert worst <= worst_base + BUDGET + SLACK, (worst, worst_base)
+    # The budget is CPU time (and counted work): on a machine loaded past its cores, a CPU
+    # second takes longer on the wall clock, in proportion.
+    stretch = max(1.0, os.getloadavg()[0] / len(os.sched_getaffinity(0)))
+    assert worst <= worst_base + (BUDGET + SLACK) * stretch, (worst, worst_base, stretch)
     assert result.stat("neardup/pages") == 102
 
 

@@ -210,8 +210,9 @@ class NearDupDetector:
             tree: an already parsed lxml tree of the page.
             encoding: the body's encoding when known (bytes ``html`` only).
             nbytes: the body size for the bytes-saved figure (default: ``len(html)``).
-            started: ``time.monotonic()`` when the check began, if the caller did part of it
-                (e.g. parsed ``tree``): that part counts in the ``timeout`` budget (default: now).
+            started: ``time.thread_time()`` when the check began in this thread, if the caller
+                did part of it (e.g. parsed ``tree``): that part counts in the ``timeout``
+                budget, CPU seconds of this thread (default: now).
             parse: returns the tree of ``html`` where the compiled pass cannot follow the
                 parser's events (see :class:`~.analysis.PageAnalyzer`); its exceptions propagate.
 
@@ -663,22 +664,35 @@ class NearDupDetector:
                 return _Match("unique", reason=self._exact_only_reason())
             judge = self._judge_view
 
-        reasons: dict[int, Passed] = {}
-        for i in range(len(batch)):
-            if alive[i]:
-                why = judge(
+        # Candidates deduplicated by cluster: a cluster's rows are verified best first (the
+        # order its best verified row is chosen by) and only until one passes, so a check
+        # verifies about one row per cluster, not every member the lookup returned (a host
+        # serving thousands of near-identical pages: one cluster, up to 128 members).
+        reasons: dict[int, Passed | None] = {}
+
+        def verified(i: int) -> Passed | None:
+            if i not in reasons:
+                reasons[i] = judge(
                     sims[i],
                     dists[i],
                     profiles=(sketch.profile, known.profile(ids[i])),
                     urls=(url, batch.urls[i]),
                 )
-                if why is not None:
-                    reasons[i] = why
-        if not reasons:
+            return reasons[i]
+
+        by_root: dict[int, list[int]] = {}
+        for i in sorted((i for i in range(len(batch)) if alive[i]), key=lambda i: (-sims[i], ids[i])):
+            by_root.setdefault(roots[i], []).append(i)
+        best_rows = {
+            root: best
+            for root, rows in by_root.items()
+            if (best := next((i for i in rows if verified(i) is not None), -1)) >= 0
+        }
+        if not best_rows:
             if exact_only:
                 return _Match("unique", reason=self._exact_only_reason())
             return _Match("unique", reason=f"{len(batch)} candidate(s), none similar enough")
-        candidate_roots = sorted({roots[i] for i in reasons})
+        candidate_roots = sorted(best_rows)
         known.prefetch(candidate_roots)
 
         floor = self.params.edit_floor
@@ -690,7 +704,7 @@ class NearDupDetector:
                 rep.similarity, rep.hamming, profiles=(sketch.profile, rep.profile), urls=(url, rep.url)
             )
             direct = verdict is not None
-            best_row = max((i for i in reasons if roots[i] == root), key=lambda i: (sims[i], -ids[i]))
+            best_row = best_rows[root]  # the verified row of highest similarity (earliest on ties)
             member = known.find(ids[best_row])
             member_to_rep = measured_similarity(
                 float(estimate_jaccard(member.signature, rep.signature)[0]),
@@ -709,8 +723,13 @@ class NearDupDetector:
             # that cluster's representative: a page passing it would have joined it before the
             # merge, so it joins it after the merge too (the verdict must not depend on whether
             # the merge came first), still within the edit floor of the representative.
-            via_merged = rep.similarity >= floor and any(
-                roots[i] == root and ids[i] != root and statuses[i] == "unique" for i in reasons
+            via_merged = (
+                not (direct or via_member)
+                and rep.similarity >= floor
+                and any(
+                    ids[i] != root and statuses[i] == "unique" and verified(i) is not None
+                    for i in by_root[root]
+                )
             )
             if direct or via_member or via_merged:
                 accepted.append((rep.similarity, -root, root, best_row, direct))
@@ -724,7 +743,9 @@ class NearDupDetector:
         final_root = direct_roots[0]
         unions = [(r, final_root) for r in direct_roots[1:]]
         final = known.find(final_root)
-        reason = f"{reasons[best_row]} with {batch.urls[best_row]}" + (
+        passed = reasons[best_row]
+        assert passed is not None  # a best row is a verified row
+        reason = f"{passed} with {batch.urls[best_row]}" + (
             f"; merged {len(unions)} cluster(s)" if unions else ""
         )
         return _Match(
@@ -736,7 +757,7 @@ class NearDupDetector:
             matched_url=batch.urls[best_row],
             unions=unions,
             reason=reason,
-            rule=reasons[best_row].rule,
+            rule=passed.rule,
         )
 
 

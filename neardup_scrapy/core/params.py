@@ -18,6 +18,13 @@ HASH_SCHEME = (
 #: Bumped whenever the stored record changes (v2: page profiles, url keys, mirror evidence; v3:
 #: profiles keep short pages' tokens and mark numbers in names).
 FORMAT_VERSION = 3
+#: Work units a page's pass may count by default (``max_work``; see :class:`DetectorParams`).
+#: Every step of the pass is linear in the page, so a page's work grows with its size: the pages
+#: of the labelled sets cost 1.4 units per byte of HTML (median; at most 4, at most 1.5 million
+#: units a page), the costliest flood of tiny nested headings 20. So this default checks any
+#: page up to 1 MB however it is made, a real page up to several MB, and stops a check at about
+#: 0.2 to 0.3 s of CPU on the machine that measured it (``benchmarks/bench_budget.py``).
+DEFAULT_MAX_WORK = 25_000_000
 
 
 class ParameterError(ValueError):
@@ -100,7 +107,16 @@ class DetectorParams:
         mirror_share: share of a host's pages that must duplicate other hosts' pages for the
             host to be a mirror.
         ttl: seconds after which an indexed page is forgotten (``None``: never).
-        timeout: seconds the per-page pass may take; a page past it is skipped (``timeout``).
+        max_work: work units the per-page pass may count (0: no limit); a page past them is
+            skipped (``too much work``). Counted, not timed, so the same page gets the same
+            verdict on any machine under any load: a byte of visible text costs 1 unit, a
+            visible element 32, a token 4, each visit of an element by a decision after the walk
+            1 (about the CPU time of one byte of text, a few nanoseconds; see
+            :data:`DEFAULT_MAX_WORK`).
+        timeout: CPU seconds of the checking thread the page's parse and pass may take, a safety
+            net behind ``max_work`` for the work that is not counted (decoding, parsing markup
+            that yields no visible element); a page past it is skipped (``timeout``). CPU time,
+            not wall-clock time: it does not run while other processes hold the cores.
     """
 
     threshold: float = 0.8
@@ -121,6 +137,7 @@ class DetectorParams:
     mirror_share: float = 0.5
     ttl: float | None = None
     timeout: float = 1.0
+    max_work: int = DEFAULT_MAX_WORK
     _derived: tuple[int, int] = field(default=(0, 0), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -161,6 +178,11 @@ class DetectorParams:
             isinstance(self.timeout, (int, float)) and 0 < self.timeout <= 600,
             "timeout",
             "a number of seconds in (0, 600]",
+        )
+        self._check(
+            isinstance(self.max_work, int) and not isinstance(self.max_work, bool) and self.max_work >= 0,
+            "max_work",
+            "an integer >= 0 (0: no limit)",
         )
         if self.bands or self.rows:
             self._check(
@@ -217,7 +239,15 @@ class DetectorParams:
     def index_signature(self) -> dict[str, Any]:
         """Parameters a persisted index depends on; a store refuses to open when they differ."""
         data = self.as_dict()
-        for volatile in ("mirror_min_pages", "mirror_share", "ttl", "max_text_chars", "algorithm", "timeout"):
+        for volatile in (
+            "mirror_min_pages",
+            "mirror_share",
+            "ttl",
+            "max_text_chars",
+            "algorithm",
+            "timeout",
+            "max_work",
+        ):
             data.pop(volatile)
         data["hash_scheme"] = HASH_SCHEME
         data["format_version"] = FORMAT_VERSION

@@ -16,6 +16,7 @@ from __future__ import annotations
 import codecs
 import re
 import threading
+import time
 from typing import Any, Final, NamedTuple, cast
 
 from lxml import etree
@@ -24,9 +25,13 @@ from lxml import html as lxml_html
 from .native.extract import Extractor
 
 __all__ = [
+    "MAX_ATTRIBUTES",
     "Extraction",
+    "ParseTimeout",
+    "cap_attributes",
     "extract",
     "extract_main_text",
+    "flatten_tags",
     "html_to_text",
     "parse_html",
     "parse_plain",
@@ -76,6 +81,49 @@ _FLATTEN_TAG_RE: Final = re.compile(
     rb"|noscript|svg|math|iframe|object|textarea|select|option|button)\b)[a-zA-Z][^>]*>",
     re.IGNORECASE,
 )
+#: Attributes kept per tag in a parsed tree. libxml2's tree builder compares each attribute of a
+#: tag with the tag's earlier ones, so its time grows with the square of their number (100k
+#: attributes on one tag, 0.9 MB: 22 to 75 s). Attributes carry no visible text and no real
+#: element has hundreds, so the ones past this many are dropped before a tree is parsed: the
+#: principle is that parsing time must be linear in the size of the page whatever its markup.
+MAX_ATTRIBUTES: Final = 256
+# A tag long enough to hold MAX_ATTRIBUTES attributes (each at least 2 characters); linear:
+# each run of characters between two angle brackets is scanned once.
+_LONG_TAG_BYTES_RE: Final = re.compile(rb"<[a-zA-Z][^<>]{%d,}>" % (2 * MAX_ATTRIBUTES))
+_ATTRIBUTE_BYTES_RE: Final = re.compile(rb"""[^\s/>"'=]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'>]*))?""")
+
+
+class ParseTimeout(Exception):
+    """The page could not be parsed within the check's CPU time budget."""
+
+
+def cap_attributes(data: bytes) -> bytes:
+    """``data`` with the attributes past the :data:`MAX_ATTRIBUTES`-th of each tag dropped (the
+    same object when no tag has that many). Linear in ``data``."""
+
+    def cap(match: re.Match[bytes]) -> bytes:
+        tag = match.group(0)
+        # the first match is the tag name
+        for attributes, attribute in enumerate(_ATTRIBUTE_BYTES_RE.finditer(tag, 1)):
+            if attributes > MAX_ATTRIBUTES:
+                return tag[: attribute.start()] + b">"
+        return tag
+
+    if _LONG_TAG_BYTES_RE.search(data) is None:
+        return data
+    capped = _LONG_TAG_BYTES_RE.sub(cap, data)
+    return data if capped == data else capped
+
+
+def flatten_tags(data: bytes) -> bytes:
+    """``data`` with every tag the extractor does not read replaced by a space (for documents
+    nested deeper than libxml2 parses). Linear: a tag runs to the next ``>``, so the pattern is
+    applied only up to the document's last ``>`` (past it no tag can end, and each attempt
+    from a ``<`` there would scan to the end of the document: quadratic in the ``<`` signs)."""
+    last = data.rfind(b">")
+    if last < 0:
+        return data
+    return _FLATTEN_TAG_RE.sub(b" ", data[: last + 1]) + data[last + 1 :]
 
 
 #: Every element is a plain :class:`lxml.html.HtmlElement`, chosen in C: ``lxml.html``'s own
@@ -221,21 +269,39 @@ def utf8_document(html: bytes | str, encoding: str | None = None) -> bytes | Non
     return data
 
 
-def parse_utf8(data: bytes, *, plain: bool = True) -> etree._Element | None:
-    """Parse what :func:`utf8_document` gives (plain elements unless ``plain`` is false)."""
+def parse_utf8(data: bytes, *, plain: bool = True, deadline: float | None = None) -> etree._Element | None:
+    """Parse what :func:`utf8_document` gives (plain elements unless ``plain`` is false), in
+    time linear in ``data``: attributes past :data:`MAX_ATTRIBUTES` per tag are dropped first.
+
+    ``deadline``: ``time.thread_time()`` of this thread past which the parse gives up (looked
+    at before the parse, and before a second one of a document nested too deep).
+
+    Raises:
+        ParseTimeout: ``deadline`` passed.
+    """
     try:
+        data = cap_attributes(data)
         parser = _parser(plain)
-        root = etree.fromstring(data, parser)
+        root = _parse_within(data, parser, deadline)
         last = parser.error_log.last_error
         if last is not None and last.type_name == "ERR_RESOURCE_LIMIT":
             # libxml2 stops at its nesting limit and drops the rest of the document: keep the
             # tags the extractor reads, flatten the others and parse again.
-            root = etree.fromstring(_FLATTEN_TAG_RE.sub(b" ", data), parser)
+            root = _parse_within(flatten_tags(data), parser, deadline)
+    except ParseTimeout:
+        raise
     except Exception:
         return None
     if root is None or not isinstance(root.tag, str):
         return None
     return root
+
+
+def _parse_within(data: bytes, parser: etree.HTMLParser, deadline: float | None) -> etree._Element | None:
+    """``etree.fromstring(data, parser)``, unless the thread's CPU clock is past ``deadline``."""
+    if deadline is not None and time.thread_time() > deadline:
+        raise ParseTimeout
+    return etree.fromstring(data, parser)
 
 
 def _parse(html: bytes | str, encoding: str | None, *, plain: bool) -> etree._Element | None:

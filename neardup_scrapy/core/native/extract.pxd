@@ -1,10 +1,10 @@
 # cython: language_level=3
 cimport cython
-from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
 from lxml.includes cimport tree
 
-from neardup_scrapy.core.native._common cimport ByteBuf
+from neardup_scrapy.core.native._common cimport ByteBuf, U64Buf
 
 # Outcome of Extractor.run
 cdef enum:
@@ -13,6 +13,16 @@ cdef enum:
     EXTRACT_TIMEOUT = 2
     EXTRACT_NOMEM = 3
     EXTRACT_FALLBACK = 4  # run_html: the page needs the tree walk (see Extractor.run_html)
+    EXTRACT_OVERWORK = 5  # the page's work passed its budget (Extractor.max_work)
+
+# Work units (the page's budget, Extractor.max_work): a byte of visible text read, copied or
+# folded costs 1, a visible element numbered by the walk WORK_ELEMENT, a visit of an element by
+# a decision after the walk 1, a token hashed and sketched WORK_TOKEN. Counted, not timed: the
+# same page costs the same work on any machine under any load. One unit is about the CPU time
+# of handling one byte of text (a few nanoseconds).
+cdef enum:
+    WORK_ELEMENT = 32
+    WORK_TOKEN = 4
 
 cdef struct Elem:
     int32_t parent      # index of the parent element (-1 for the walk's root)
@@ -54,6 +64,14 @@ cdef struct ClassMemo:
     uint32_t word_used
 
 
+cdef struct WordTable:
+    # a set of word hashes (open addressing); a slot is in use when its stamp is the table's
+    uint64_t *keys
+    uint32_t *stamps
+    size_t cap           # a power of two
+    uint32_t stamp
+
+
 cdef struct ElementAttrs:
     # what an element's attributes say, read by the walk before the element is numbered
     const unsigned char *cls
@@ -83,7 +101,13 @@ cdef class Extractor:
     cdef uint64_t series[8]   # hashes of the hrefs of <link rel=next/prev>
     cdef int n_series
     cdef int32_t anchor
-    cdef list anchors
+    cdef list anchors         # the title headings (each also flagged F_ANCHOR)
+    cdef int32_t *sub_anchor  # per element: most text of a title heading in its subtree (-1: none)
+    cdef int64_t *cell_mass   # per table part: most mass of a cell it lays out (-1: none)
+    cdef int32_t cap_aux
+    cdef WordTable title_words   # the words of <title>
+    cdef WordTable heading_words # the words of one heading candidate
+    cdef U64Buf word_hashes      # the words of one text, in order
     cdef int32_t frame  # a framing page's label of the document it holds (-1: none)
     cdef int32_t container
     cdef uint32_t *drops
@@ -100,11 +124,17 @@ cdef class Extractor:
     cdef int ev_status        # EXTRACT_OK until a deadline, a memory failure or a fallback
     cdef bint ev_title        # collecting the <title>'s text
     cdef long ev_steps
-    cdef double ev_deadline
+    # the page's budget: work units counted so far and the most allowed (0: no limit), and a
+    # deadline on the CPU clock of the calling thread (0: none)
+    cdef long long work
+    cdef long long max_work
+    cdef double cpu_deadline
 
-    cdef int run(self, tree.xmlNode *root, long max_chars, double deadline) except -1
-    cdef int walk_tree(self, tree.xmlNode *root, double deadline) except -1 nogil
-    cdef int run_html(self, const unsigned char *data, size_t n, long max_chars, double deadline) except -1
+    cdef int run(self, tree.xmlNode *root, long max_chars) except -1
+    cdef int walk_tree(self, tree.xmlNode *root) except -1 nogil
+    cdef int run_html(self, const unsigned char *data, size_t n, long max_chars) except -1
+    cdef int budget(self) noexcept nogil
+    cdef int _walk_budget(self) noexcept nogil
     cdef void _reset(self) noexcept
     cdef int _decide(self, long max_chars) except -1
     cdef int32_t _new_elem(self) noexcept nogil
@@ -114,9 +144,10 @@ cdef class Extractor:
     cdef void _read_head_element(self, tree.xmlNode *node) noexcept nogil
     cdef void _read_link(self, const unsigned char *rel, size_t nrel, const unsigned char *href, size_t nhref) noexcept nogil
     cdef bint _in_series(self, const unsigned char *href, size_t n) noexcept nogil
-    cdef int _walk(self, tree.xmlNode *top, double deadline) except -1 nogil
+    cdef int _walk(self, tree.xmlNode *top) except -1 nogil
     cdef void _close(self, int32_t i) noexcept nogil
-    cdef int32_t _find_anchors(self)
+    cdef int32_t _find_anchors(self) except -2
+    cdef int _mark_anchors(self) except -1
     cdef bint _holds_anchor(self, int32_t i) noexcept
     cdef bint _dominated(self, int32_t t) noexcept
     cdef bint _only_anchor(self, int32_t b) noexcept

@@ -54,8 +54,12 @@ A link is navigation by its relation, like strong chrome: ``rel`` next, prev, up
 (a pager, a link up to the table of contents), or the address a ``<link rel=next/prev>`` of
 the head names.
 
-Every count and decision is linear in the size of the tree; a deadline is checked as the walk
-goes, so no page can hold a check for long.
+Every count and decision is linear in the size of the tree (a step that would compare elements
+pairwise is capped by a constant: see ``MAX_FRAMED``), and the page's budget is checked as
+the walk goes and between the decisions: its *work*, counted in units (see ``WORK_ELEMENT`` in
+the ``.pxd``), the same on any machine under any load, and, as a safety net, the CPU time of the
+calling thread. So no page can hold a check (and the pages behind it) for long, and whether a
+page is over its budget depends on the page, not on how busy the machine is.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -65,7 +69,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcmp, memcpy, memset, strlen
 from posix.dlfcn cimport RTLD_NOW, dlopen, dlsym
-from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
+from posix.time cimport CLOCK_THREAD_CPUTIME_ID, clock_gettime, timespec
 
 from lxml.includes cimport tree
 from lxml.includes.tree cimport const_xmlChar
@@ -73,12 +77,14 @@ cimport lxml.includes.etreepublic as cetree
 
 from neardup_scrapy.core.native._common cimport (
     ByteBuf,
+    U64Buf,
     bytebuf_append,
     bytebuf_push,
     bytebuf_reserve,
     hash_bytes,
     mix64,
     nd_load64,
+    u64buf_push,
 )
 
 cetree.import_lxml__etree()
@@ -122,6 +128,7 @@ cdef enum:
     F_SEMANTIC = 32768  # chrome by HTML semantics (nav, aside, menu, dialog or an ARIA chrome role)
     F_ANC_HARD = 65536  # itself or an ancestor excluded, page headers and footers aside
     F_IN_PAGE_HF = 131072  # itself or an ancestor a page header or footer
+    F_ANCHOR = 262144   # a title heading (Extractor.anchors)
 
 cdef enum:
     ALPHA_PCT = 70          # a child must hold this share of a node's mass for the descent
@@ -137,7 +144,22 @@ cdef enum:
     OWN_TEXT_CHARS = 20     # text written straight into an element that makes it a container of prose
     HEADING_CHARS = 200     # a title-classed element longer than this is not a heading
     LINK_LINE_PCT = 50      # a one-line layout block this much link text is a navigation line
-    DEADLINE_EVERY = 4096   # nodes between two clock reads
+    # A title heading is a line, not a passage: an element with more visible characters than
+    # this (or a longer span of text, whitespace included) is never one. The longest title
+    # heading of the labelled sets has 141 characters.
+    ANCHOR_CHARS = 400
+    ANCHOR_BYTES = 16 * ANCHOR_CHARS
+    # The headings' words are read at most this many times over the page's text (a heading in
+    # a title-classed wrapper is read twice): candidates nested in one another (a chain of
+    # 2,000 nested headings) would read the same text once per level. Past that allowance the
+    # later candidates are not read, so the search stays linear in the page.
+    ANCHOR_READS = 2
+    # A framing page heads the copied document twice (module docstring): its label and the
+    # document's heading come first among its title-matching <h1>s. The search for the pair
+    # compares them pairwise, so it looks at the first MAX_FRAMED (a page of thousands of such
+    # headings repeats its title as a pattern, not as a frame)
+    MAX_FRAMED = 64
+    DEADLINE_EVERY = 4096   # nodes between two looks at the budget
 
 cdef uint16_t _TAG_KIND_SLOTS = 512
 cdef uint64_t _tag_keys[512]
@@ -652,15 +674,18 @@ def count_chars(bytes data):
     return _count_chars(<const unsigned char *>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))
 
 
-cdef inline double _now() noexcept nogil:
+cdef inline double _cpu_now() noexcept nogil:
+    """CPU seconds used by the calling thread (``time.thread_time()``): unlike a wall clock,
+    it does not run while other processes hold the cores."""
     cdef timespec ts
-    clock_gettime(CLOCK_MONOTONIC, &ts)
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
     return ts.tv_sec + ts.tv_nsec * 1e-9
 
 
-def monotonic():
-    """The clock the deadlines of :meth:`Extractor.run` are read on (seconds)."""
-    return _now()
+def thread_time():
+    """The clock of the CPU deadline of :meth:`Extractor.extract` (CPU seconds of this thread,
+    as ``time.thread_time()``)."""
+    return _cpu_now()
 
 
 cdef inline int64_t _mass(Elem *e) noexcept nogil:
@@ -688,6 +713,14 @@ cdef class Extractor:
         self.cap_elems = 0
         self.drops = NULL
         self.cap_drops = 0
+        self.sub_anchor = NULL
+        self.cell_mass = NULL
+        self.cap_aux = 0
+        memset(&self.title_words, 0, sizeof(WordTable))
+        memset(&self.heading_words, 0, sizeof(WordTable))
+        memset(&self.word_hashes, 0, sizeof(U64Buf))
+        self.work = self.max_work = 0
+        self.cpu_deadline = 0.0
         self.parser = NULL
         self.ev_documents = 0
         memset(&self.buf, 0, sizeof(ByteBuf))
@@ -702,6 +735,13 @@ cdef class Extractor:
         free(self.memo)
         free(self.elems)
         free(self.drops)
+        free(self.sub_anchor)
+        free(self.cell_mass)
+        free(self.title_words.keys)
+        free(self.title_words.stamps)
+        free(self.heading_words.keys)
+        free(self.heading_words.stamps)
+        free(self.word_hashes.data)
         free(self.buf.data)
         free(self.out.data)
         free(self.heading.data)
@@ -786,11 +826,28 @@ cdef class Extractor:
                 return True
         return False
 
-    cdef int _walk(self, tree.xmlNode *top, double deadline) except -1 nogil:
+    cdef int budget(self) noexcept nogil:
+        """``EXTRACT_OK`` while the page is within its budget, else why not: ``EXTRACT_OVERWORK``
+        (its work counted so far is past ``max_work``) or ``EXTRACT_TIMEOUT`` (the calling
+        thread's CPU clock is past ``cpu_deadline``)."""
+        if self.max_work > 0 and self.work > self.max_work:
+            return EXTRACT_OVERWORK
+        if self.cpu_deadline > 0 and _cpu_now() > self.cpu_deadline:
+            return EXTRACT_TIMEOUT
+        return EXTRACT_OK
+
+    cdef int _walk_budget(self) noexcept nogil:
+        """:meth:`budget` with the walk's work so far: its visible elements and the bytes of their
+        text, the same whether the walk follows a tree or the parser's events (hidden elements,
+        never entered by the one and skipped by the other, cost none)."""
+        self.work = <long long>self.n_elems * WORK_ELEMENT + <long long>self.buf.len
+        return self.budget()
+
+    cdef int _walk(self, tree.xmlNode *top) except -1 nogil:
         """Number the visible elements under ``top`` and fill their counts (see :class:`Elem`).
 
         Iterative, in document order. Hidden and dropped elements are never entered, so the parent
-        of every visited node is the open element ``cur``.
+        of every visited node is the open element ``cur``. Stops once past the budget.
         """
         cdef tree.xmlNode *node = top
         cdef tree.xmlAttr *a
@@ -802,10 +859,13 @@ cdef class Extractor:
         cdef size_t n
         cdef bint hidden
         cdef long steps = 0
+        cdef int status
         while True:
             steps += 1
-            if steps % DEADLINE_EVERY == 0 and deadline > 0 and _now() > deadline:
-                return EXTRACT_TIMEOUT
+            if steps % DEADLINE_EVERY == 0:
+                status = self._walk_budget()
+                if status != EXTRACT_OK:
+                    return status
             if node.type == tree.XML_ELEMENT_NODE and node.name != NULL:
                 kind = _tag_kind(node.name)
                 hidden = (kind & K_DROP) != 0
@@ -952,28 +1012,47 @@ cdef class Extractor:
             p.art_text += e.art_text
 
     # -- decisions over the arrays -----------------------------------------------------------------
-    cdef int32_t _find_anchors(self):
+    cdef int32_t _find_anchors(self) except -2:
         """The page's title headings: the headings outside chrome that best match <title> (at
         least 60% of their words are words of the title). An ``<h1>`` is the document's heading
         by HTML semantics, so it ranks before ``<h2>``/``<h3>``, which rank before title-classed
         elements; then most words in common. Every heading of the best rank is kept (a page may
         repeat its title, e.g. in a bar for small screens) in ``self.anchors``; returns the first.
         A framing page's label (module docstring) gives way to the document's heading and is
-        kept in ``self.frame``."""
-        cdef set title_words = _words(self.title.data, self.title.len)
+        kept in ``self.frame``.
+
+        Linear in the page: a heading is a line, so an element longer than ``ANCHOR_CHARS`` is
+        not read as one, the candidates' text is read at most ``ANCHOR_READS`` times over the
+        page's text however they nest, and their words are counted against the title's in C
+        tables, no Python object per word."""
         cdef int32_t i
         cdef Elem *e
-        cdef set words
-        cdef Py_ssize_t hit
+        cdef size_t k, distinct, hit
+        cdef uint64_t h
         cdef tuple rank, best_rank = (0, 0)
         cdef list framed = []
-        cdef Py_ssize_t k
+        cdef set words, inner_words
+        cdef set anchor_set
+        cdef Py_ssize_t a, b
         cdef int32_t outer, inner, only
-        cdef set inner_words
+        cdef size_t allowance = ANCHOR_READS * self.buf.len + ANCHOR_BYTES
         self.anchors = []
         self.frame = -1
-        if not title_words:
+        self.work += self.title.len
+        self.word_hashes.len = 0
+        if _word_hashes(self.title.data, self.title.len, &self.word_hashes) < 0:
+            raise MemoryError()
+        if self.word_hashes.len == 0:
             return -1
+        if (
+            _wt_reserve(&self.title_words, self.word_hashes.len) < 0
+            or _wt_reserve(&self.heading_words, ANCHOR_BYTES // 2 + 1) < 0
+        ):
+            raise MemoryError()
+        _wt_clear(&self.title_words)
+        for k in range(self.word_hashes.len):
+            _wt_add(&self.title_words, self.word_hashes.data[k])
+        self.work += self.n_elems
         for i in range(self.n_elems):
             e = &self.elems[i]
             # a <header> outside sections is chrome by position, but the heading it holds may
@@ -982,14 +1061,28 @@ cdef class Extractor:
                 continue
             if e.flags & F_IN_PAGE_HF and not (e.kind & K_H1):
                 continue  # a page header's menus and kickers are not the page's heading
-            words = _words(self.buf.data + e.tstart, e.tend - e.tstart)
-            if not words:
+            if e.text > ANCHOR_CHARS or e.tend - e.tstart > ANCHOR_BYTES:
+                continue  # a passage, not a heading
+            if e.tend - e.tstart > allowance:
+                break  # the headings' text read ANCHOR_READS times over
+            allowance -= e.tend - e.tstart
+            self.work += e.tend - e.tstart
+            self.word_hashes.len = 0
+            if _word_hashes(self.buf.data + e.tstart, e.tend - e.tstart, &self.word_hashes) < 0:
+                raise MemoryError()
+            # distinct words first in the buffer, then how many of them the title has
+            _wt_clear(&self.heading_words)
+            distinct = hit = 0
+            for k in range(self.word_hashes.len):
+                h = self.word_hashes.data[k]
+                if _wt_add(&self.heading_words, h):
+                    self.word_hashes.data[distinct] = h
+                    distinct += 1
+                    hit += _wt_has(&self.title_words, h)
+            if not distinct or hit * 5 < 3 * distinct:
                 continue
-            hit = len(words & title_words)
-            if hit * 5 < 3 * len(words):
-                continue
-            if e.kind & K_H1:
-                framed.append((i, words))
+            if e.kind & K_H1 and len(framed) < MAX_FRAMED:
+                framed.append((i, {self.word_hashes.data[k] for k in range(distinct)}))
             rank = (3 if e.kind & K_H1 else 2 if e.kind & K_H23 else 1, hit)
             if rank > best_rank:
                 best_rank = rank
@@ -999,12 +1092,17 @@ cdef class Extractor:
         # A page that frames a copied document (an archive, a wiki, an aggregator) heads it
         # twice: its own <h1> is the document's heading with the frame's words added ("Site:
         # Document"), and the document keeps its heading below. The later heading, whose words
-        # the earlier one holds and more, is the document's: its branch is the content.
-        for k in range(len(framed)):
-            outer, words = framed[k]
-            if outer not in self.anchors:
+        # the earlier one holds and more, is the document's: its branch is the content. (The
+        # pair is looked for among the first MAX_FRAMED title-matching <h1>s: the comparison
+        # is pairwise.)
+        anchor_set = set(self.anchors)
+        self.work += len(framed) * len(framed)
+        for a in range(len(framed)):
+            outer, words = framed[a]
+            if outer not in anchor_set:
                 continue
-            for inner, inner_words in framed[k + 1 :]:
+            for b in range(a + 1, len(framed)):
+                inner, inner_words = framed[b]
                 if inner >= self.elems[outer].end and inner_words < words:
                     self.anchors = [inner]
                     self.frame = outer
@@ -1023,29 +1121,58 @@ cdef class Extractor:
                 self.anchors = [only]
         return self.anchors[0] if self.anchors else -1
 
+    cdef int _mark_anchors(self) except -1:
+        """Flag the title headings (``F_ANCHOR``) and fill, bottom-up in one pass, what the
+        decisions ask of a subtree: the most text of a title heading in it (``sub_anchor``) and,
+        for a table part, the most mass of a cell it lays out (``cell_mass``: cells reached through
+        table parts only, not inside other cells). Each question is then answered in constant
+        time, however many headings or cells the page has."""
+        cdef int32_t i, p, n = self.n_elems, cap
+        cdef Elem *elems = self.elems
+        cdef int32_t *grown_anchor
+        cdef int64_t *grown_mass
+        cdef int64_t m
+        if n > self.cap_aux:
+            cap = self.cap_elems
+            grown_anchor = <int32_t *>realloc(self.sub_anchor, cap * sizeof(int32_t))
+            if grown_anchor == NULL:
+                raise MemoryError()
+            self.sub_anchor = grown_anchor
+            grown_mass = <int64_t *>realloc(self.cell_mass, cap * sizeof(int64_t))
+            if grown_mass == NULL:
+                raise MemoryError()
+            self.cell_mass = grown_mass
+            self.cap_aux = cap
+        for i in self.anchors:
+            elems[i].flags |= F_ANCHOR
+        for i in range(n):
+            self.sub_anchor[i] = elems[i].text if elems[i].flags & F_ANCHOR else -1
+            self.cell_mass[i] = -1
+        # children come after their parent: in reverse order each subtree is done before its parent
+        for i in range(n - 1, -1, -1):
+            p = elems[i].parent
+            if p < 0:
+                continue
+            if self.sub_anchor[i] > self.sub_anchor[p]:
+                self.sub_anchor[p] = self.sub_anchor[i]
+            if elems[p].kind & K_TABLEPART:
+                if elems[i].kind & K_CELL:
+                    m = _mass(&elems[i])
+                elif elems[i].kind & K_TABLEPART:
+                    m = self.cell_mass[i]
+                else:
+                    m = -1
+                if m > self.cell_mass[p]:
+                    self.cell_mass[p] = m
+        self.work += 2 * <long long>n
+        return 0
+
     cdef bint _holds_anchor(self, int32_t i) noexcept:
-        cdef int32_t a
-        for a in self.anchors:
-            if i <= a < self.elems[i].end:
-                return True
-        return False
+        return self.sub_anchor[i] >= 0
 
     cdef bint _dominated(self, int32_t t) noexcept:
         """Whether a cell of table part ``t`` holds ALPHA of its mass (a layout table)."""
-        cdef int64_t m = _mass(&self.elems[t])
-        cdef int32_t j = t + 1, end = self.elems[t].end
-        cdef Elem *e
-        while j < end:
-            e = &self.elems[j]
-            if e.kind & K_CELL:
-                if _mass(e) * 100 >= ALPHA_PCT * m:
-                    return True
-                j = e.end
-            elif e.kind & K_TABLEPART:
-                j += 1
-            else:
-                j = e.end
-        return False
+        return self.cell_mass[t] >= 0 and self.cell_mass[t] * 100 >= ALPHA_PCT * _mass(&self.elems[t])
 
     cdef bint _only_anchor(self, int32_t b) noexcept:
         """Whether branch ``b`` holds a title heading and little else (under MIN_LIST_CHARS).
@@ -1053,11 +1180,7 @@ cdef class Extractor:
         Every heading that ties as the title heading counts (a page often repeats its title in
         a top bar and above its text): the branch of any of them alone is not the content.
         """
-        cdef int32_t a
-        for a in self.anchors:
-            if b <= a < self.elems[b].end and self.elems[b].text - self.elems[a].text < MIN_LIST_CHARS:
-                return True
-        return False
+        return self.sub_anchor[b] >= 0 and self.elems[b].text - self.sub_anchor[b] < MIN_LIST_CHARS
 
     cdef int32_t _choose(self) noexcept:
         cdef Elem *elems = self.elems
@@ -1065,6 +1188,7 @@ cdef class Extractor:
         cdef bint headed
         cdef int64_t total = elems[0].text, best_text = 0, sum_text = 0, m, cm, best_mass, own
         cdef Elem *e
+        self.work += 2 * <long long>self.n_elems  # the passes of 1 and 2; 3 counts its visits
         # 1. <main>
         for i in range(self.n_elems):
             e = &elems[i]
@@ -1103,6 +1227,7 @@ cdef class Extractor:
             own = m  # the node's own text: its mass less its children's
             child = node + 1
             while child < end:
+                self.work += 1
                 cm = _mass(&elems[child])
                 own -= cm
                 if self.frame >= 0 and child <= self.frame < elems[child].end and (
@@ -1134,7 +1259,7 @@ cdef class Extractor:
                 # the heaviest child holds the title heading: follow it while it holds enough,
                 # and while it holds more than the heading (the main content is the heading's
                 # text: a branch of the heading alone leaves the text beside it behind)
-                if best in self.anchors or best_mass * 100 < ANCHOR_PCT * m or self._only_anchor(best):
+                if elems[best].flags & F_ANCHOR or best_mass * 100 < ANCHOR_PCT * m or self._only_anchor(best):
                     break
             elif holder >= 0:
                 # the title heading is beside the heaviest child: the heading's branch is taken
@@ -1143,7 +1268,7 @@ cdef class Extractor:
                 # introduces its section (the heading, a kicker, a dateline), the section is the
                 # document
                 cm = _mass(&elems[holder])
-                if holder in self.anchors or elems[holder].kind & K_HF or cm * 100 < (
+                if elems[holder].flags & F_ANCHOR or elems[holder].kind & K_HF or cm * 100 < (
                     LISTING_ANCHOR_PCT if _listing(&elems[best]) else ANCHOR_PCT
                 ) * m:
                     break
@@ -1184,6 +1309,7 @@ cdef class Extractor:
         cdef uint32_t *grown
         cdef uint32_t pos
         while j < top.end:
+            self.work += 1
             e = &elems[j]
             drop = False
             if (
@@ -1250,6 +1376,7 @@ cdef class Extractor:
             else:
                 j += 1
         pos = top.tstart
+        self.work += top.tend - top.tstart  # the bytes folded (at most)
         for j in range(nd):
             _append_folded(&self.out, self.buf.data + pos, self.drops[2 * j] - pos)
             if self.out.len and self.out.data[self.out.len - 1] != 32:
@@ -1260,6 +1387,7 @@ cdef class Extractor:
 
     cdef void _reset(self) noexcept:
         self.n_elems = 0
+        self.work = 0
         self.buf.len = self.out.len = self.heading.len = self.title.len = self.canonical.len = 0
         self.anchor = -1
         self.anchors = []
@@ -1267,22 +1395,25 @@ cdef class Extractor:
         self.container = -1
         self.n_series = 0
 
-    cdef int run(self, tree.xmlNode *root, long max_chars, double deadline) except -1:
+    cdef int run(self, tree.xmlNode *root, long max_chars) except -1:
         """Extract the main text of the tree at ``root`` into ``self.out`` (UTF-8, whitespace
         folded, at most ``max_chars`` characters), with ``self.heading``, ``self.title`` and
-        ``self.canonical``. Returns an ``EXTRACT_*`` outcome.
+        ``self.canonical``, within the budget set in ``max_work`` and ``cpu_deadline``. Returns
+        an ``EXTRACT_*`` outcome.
 
         The walk over the tree, most of the pass, runs without the GIL: another thread may run
         Python meanwhile (the tree must not change until this returns)."""
         cdef int status
         self._reset()
         with nogil:
-            status = self.walk_tree(root, deadline)
+            status = self.walk_tree(root)
+            if status == EXTRACT_OK:
+                status = self._walk_budget()
         if status != EXTRACT_OK:
             return status
         return self._decide(max_chars)
 
-    cdef int walk_tree(self, tree.xmlNode *root, double deadline) except -1 nogil:
+    cdef int walk_tree(self, tree.xmlNode *root) except -1 nogil:
         """The walk of :meth:`run`: the elements and counts of the tree at ``root`` (its
         <head>'s title and links, its <body>'s elements); an ``EXTRACT_*`` outcome."""
         cdef tree.xmlNode *body = NULL
@@ -1308,9 +1439,9 @@ cdef class Extractor:
                 node = node.next
         if body == NULL:
             body = root
-        return self._walk(body, deadline)
+        return self._walk(body)
 
-    cdef int run_html(self, const unsigned char *data, size_t n, long max_chars, double deadline) except -1:
+    cdef int run_html(self, const unsigned char *data, size_t n, long max_chars) except -1:
         """:meth:`run` on an HTML document (UTF-8 bytes) without building its tree.
 
         libxml2's HTML parser, the one lxml builds its trees with, reports the elements and text
@@ -1327,6 +1458,7 @@ cdef class Extractor:
         cdef const _XmlError *error
         cdef void *doc
         cdef bint cut
+        cdef int status
         self._reset()
         if _html_new_ctxt == NULL or n > <size_t>0x7FFFFFFF:
             return EXTRACT_FALLBACK
@@ -1343,7 +1475,6 @@ cdef class Extractor:
         self.ev_status = EXTRACT_OK
         self.ev_title = False
         self.ev_steps = 0
-        self.ev_deadline = deadline
         with nogil:
             doc = _html_read_memory(ctxt, <const char *>data, <int>n, NULL, "UTF-8", _PARSE_OPTIONS)
             if doc != NULL:  # (no handler builds one)
@@ -1362,16 +1493,22 @@ cdef class Extractor:
             return self.ev_status
         if cut or not self.ev_body:
             return EXTRACT_FALLBACK
+        status = self._walk_budget()
+        if status != EXTRACT_OK:
+            return status
         return self._decide(max_chars)
 
     cdef int _decide(self, long max_chars) except -1:
-        """Everything after the walk: choose the container and render it (``run``)."""
+        """Everything after the walk: choose the container and render it (``run``). Each step
+        is linear in the page and counts its work; the budget is looked at between steps."""
         cdef int i
         cdef Elem *e
         cdef int32_t h1 = -1, first_heading = -1, first_h1 = -1, first_titled = -1
         cdef uint32_t above
+        cdef int status
         if self.n_elems == 0 or self.elems[0].text == 0:
             return EXTRACT_EMPTY
+        self.work += self.n_elems
         # ancestors' exclusion, top-down (a parent always precedes its children). HTML allows
         # no <main> inside header, footer, nav or aside: one found there was put there by a
         # parser recovering unclosed tags, so a <main> starts afresh, whatever holds it
@@ -1406,18 +1543,27 @@ cdef class Extractor:
                 first_titled = i
         first_heading = first_h1 if first_h1 >= 0 else first_titled
         self.anchor = self._find_anchors()
+        self._mark_anchors()
+        status = self.budget()
+        if status != EXTRACT_OK:
+            return status
         self.container = self._choose()
+        status = self.budget()
+        if status != EXTRACT_OK:
+            return status
         # the page heading: the first <h1> outside chrome, prepended when the container holds
         # none (a container with a top-level heading of its own is already named)
         for i in range(self.container, self.elems[self.container].end):
+            self.work += 1
             if self.elems[i].kind & K_H1 and self.elems[i].text:
                 h1 = -2
                 break
         for i in range(self.n_elems if h1 == -1 else 0):
+            self.work += 1
             e = &self.elems[i]
             if not (e.kind & K_H1) or not e.text:
                 continue
-            if e.flags & F_ANC_EXCL and i not in self.anchors:
+            if e.flags & F_ANC_EXCL and not (e.flags & F_ANCHOR):
                 continue
             h1 = i
             break
@@ -1434,8 +1580,12 @@ cdef class Extractor:
         _trim_cap(&self.out, max_chars)
         if first_heading >= 0:
             e = &self.elems[first_heading]
+            self.work += e.tend - e.tstart
             _append_folded(&self.heading, self.buf.data + e.tstart, e.tend - e.tstart)
             _trim_cap(&self.heading, 1000)
+        status = self.budget()
+        if status != EXTRACT_OK:
+            return status
         return EXTRACT_OK if _has_visible(self.out.data, self.out.len) else EXTRACT_EMPTY
 
     # -- Python access (tests, diagnostics) ------------------------------------------------------
@@ -1458,27 +1608,40 @@ cdef class Extractor:
         return (e.kind, e.flags, e.text, _mass(e), " ".join(prefix.split()))
 
 
-    def extract(self, element, long max_chars=500_000, double timeout=0.0):
+    def extract(self, element, long max_chars=500_000, double timeout=0.0, long long max_work=0):
         """Extract from an lxml element (a tree's root): ``(status, text, heading, title, canonical)``.
 
-        ``status`` is ``"ok"``, ``"empty"`` or ``"timeout"``; the strings are decoded UTF-8.
+        ``status`` is ``"ok"``, ``"empty"``, ``"too much work"`` (past ``max_work`` work units,
+        0: no limit) or ``"timeout"`` (past ``timeout`` CPU seconds of this thread, 0: no
+        limit); the strings are decoded UTF-8. :attr:`work` tells the work counted.
         """
         cdef cetree._Element el = element
-        cdef double deadline = _now() + timeout if timeout > 0 else 0.0
-        return self._result(self.run(el._c_node, max_chars, deadline))
+        self.set_budget(timeout, max_work)
+        return self._result(self.run(el._c_node, max_chars))
 
-    def extract_html(self, bytes html, long max_chars=500_000, double timeout=0.0):
+    def extract_html(self, bytes html, long max_chars=500_000, double timeout=0.0, long long max_work=0):
         """:meth:`extract` from an HTML document (UTF-8 bytes) without building its tree; the
         status ``"fallback"`` means the document needs :meth:`extract` on its parsed tree."""
-        cdef double deadline = _now() + timeout if timeout > 0 else 0.0
+        self.set_budget(timeout, max_work)
         return self._result(
-            self.run_html(<const unsigned char *>PyBytes_AS_STRING(html), PyBytes_GET_SIZE(html), max_chars, deadline)
+            self.run_html(<const unsigned char *>PyBytes_AS_STRING(html), PyBytes_GET_SIZE(html), max_chars)
         )
+
+    def set_budget(self, double timeout, long long max_work):
+        """The budget of the next pages: at most ``max_work`` work units (0: no limit) and
+        ``timeout`` CPU seconds of the calling thread from now (0: no limit)."""
+        self.max_work = max_work if max_work > 0 else 0
+        self.cpu_deadline = _cpu_now() + timeout if timeout > 0 else 0.0
+
+    @property
+    def last_work(self):
+        """Work units counted by the last page (so far, when it stopped past its budget)."""
+        return self.work
 
     def _result(self, int status):
         names = {
             EXTRACT_OK: "ok", EXTRACT_EMPTY: "empty", EXTRACT_TIMEOUT: "timeout", EXTRACT_NOMEM: "nomem",
-            EXTRACT_FALLBACK: "fallback",
+            EXTRACT_FALLBACK: "fallback", EXTRACT_OVERWORK: "too much work",
         }
         if status == EXTRACT_FALLBACK:
             return (names[status], "", "", "", "")
@@ -1577,11 +1740,14 @@ cdef inline void _halt(Extractor ex, int status) noexcept nogil:
 
 
 cdef inline bint _tick(Extractor ex) noexcept nogil:
-    """Count one event; False (and the parse stopped) once past the deadline."""
+    """Count one event; False (and the parse stopped) once past the budget."""
+    cdef int status
     ex.ev_steps += 1
-    if ex.ev_steps % DEADLINE_EVERY == 0 and ex.ev_deadline > 0 and _now() > ex.ev_deadline:
-        _halt(ex, EXTRACT_TIMEOUT)
-        return False
+    if ex.ev_steps % DEADLINE_EVERY == 0:
+        status = ex._walk_budget()
+        if status != EXTRACT_OK:
+            _halt(ex, status)
+            return False
     return True
 
 
@@ -1793,10 +1959,10 @@ cdef str _fold(str s):
     return " ".join(s.split())
 
 
-cdef set _words(const unsigned char *p, size_t n):
-    """Hashes of the words of UTF-8 text (runs of ASCII letters, digits, '_' and non-ASCII letters),
-    ASCII-lower-cased; for the title-heading match only."""
-    cdef set out = set()
+cdef int _word_hashes(const unsigned char *p, size_t n, U64Buf *out) noexcept nogil:
+    """Append the hashes of the words of UTF-8 text (runs of ASCII letters, digits, '_' and
+    non-ASCII letters), ASCII-lower-cased, to ``out`` (repeats included); for the title-heading
+    match only. -1 when out of memory."""
     cdef unsigned char word[128]
     cdef size_t w = 0, i = 0, skip
     cdef unsigned char c
@@ -1812,9 +1978,62 @@ cdef set _words(const unsigned char *p, size_t n):
                 word[w] = c + 32 if (c >= 65 and c <= 90) else c
                 w += 1
         elif w:
-            out.add(hash_bytes(word, w, 0x57))
+            if u64buf_push(out, hash_bytes(word, w, 0x57)) < 0:
+                return -1
             w = 0
-    return out
+    return 0
+
+
+cdef int _wt_reserve(WordTable *t, size_t words) noexcept nogil:
+    """Room in ``t`` for ``words`` distinct words at most half full; -1 when out of memory."""
+    cdef size_t cap = 16
+    cdef uint64_t *keys
+    cdef uint32_t *stamps
+    while cap < 2 * words:
+        cap *= 2
+    if cap <= t.cap:
+        return 0
+    keys = <uint64_t *>realloc(t.keys, cap * sizeof(uint64_t))
+    if keys == NULL:
+        return -1
+    t.keys = keys
+    stamps = <uint32_t *>realloc(t.stamps, cap * sizeof(uint32_t))
+    if stamps == NULL:
+        return -1
+    t.stamps = stamps
+    memset(t.stamps, 0, cap * sizeof(uint32_t))
+    t.cap = cap
+    t.stamp = 0
+    return 0
+
+
+cdef inline void _wt_clear(WordTable *t) noexcept nogil:
+    """Empty ``t`` in constant time: a slot is in use only under the current stamp."""
+    t.stamp += 1
+    if t.stamp == 0:  # wrapped: the old stamps could come back
+        memset(t.stamps, 0, t.cap * sizeof(uint32_t))
+        t.stamp = 1
+
+
+cdef inline bint _wt_add(WordTable *t, uint64_t h) noexcept nogil:
+    """Add the word hash ``h``; whether it was not in ``t`` yet."""
+    cdef size_t mask = t.cap - 1, slot = <size_t>(h & mask)
+    while t.stamps[slot] == t.stamp:
+        if t.keys[slot] == h:
+            return False
+        slot = (slot + 1) & mask
+    t.keys[slot] = h
+    t.stamps[slot] = t.stamp
+    return True
+
+
+cdef inline bint _wt_has(const WordTable *t, uint64_t h) noexcept nogil:
+    cdef size_t mask = t.cap - 1, slot = <size_t>(h & mask)
+    while t.stamps[slot] == t.stamp:
+        if t.keys[slot] == h:
+            return True
+        slot = (slot + 1) & mask
+    return False
 
 
 cdef inline size_t _punctuation_len(const unsigned char *p, size_t n) noexcept nogil:

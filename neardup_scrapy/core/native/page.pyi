@@ -3,6 +3,7 @@ from typing import Any
 
 class PageSketch:
     status: str
+    work: int
     text: bytes
     tokens: int
     digest: bytes
@@ -34,9 +35,9 @@ class NativeAnalyzer:
     @property
     def key_count(self) -> int: ...
     def analyze_tree(
-        self, element: Any, host_salt: int | None = None, timeout: float = 0.0
+        self, element: Any, host_salt: int | None = None, timeout: float = 0.0, max_work: int = 0
     ) -> PageSketch: ...
     def analyze_html(
-        self, html: bytes, host_salt: int | None = None, timeout: float = 0.0
+        self, html: bytes, host_salt: int | None = None, timeout: float = 0.0, max_work: int = 0
     ) -> PageSketch | None: ...
     def analyze_text(self, text: str, host_salt: int | None = None) -> PageSketch: ...

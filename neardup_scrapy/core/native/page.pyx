@@ -3,7 +3,8 @@
 
 :class:`NativeAnalyzer` chains :class:`~.extract.Extractor`, :class:`~.tokens.Tokenizer` and
 :class:`~.sketch.Sketcher` over reused buffers; the only Python objects it makes per page are
-the bytes of its result (:class:`PageSketch`). A deadline bounds the whole pass.
+the bytes of its result (:class:`PageSketch`). The page's budget bounds the whole pass: its work
+counted in units (see ``WORK_ELEMENT`` in ``extract.pxd``), and the CPU time of the thread.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -20,13 +21,13 @@ from neardup_scrapy.core.native.extract cimport (
     EXTRACT_FALLBACK,
     EXTRACT_NOMEM,
     EXTRACT_OK,
+    EXTRACT_OVERWORK,
     EXTRACT_TIMEOUT,
+    WORK_TOKEN,
     Extractor,
 )
 from neardup_scrapy.core.native.sketch cimport Sketcher, build_profile
 from neardup_scrapy.core.native.tokens cimport Tokenizer
-
-from neardup_scrapy.core.native.extract import monotonic
 
 cetree.import_lxml__etree()
 
@@ -50,7 +51,9 @@ cdef class PageSketch:
     """What the compiled pass found on one page.
 
     Attributes:
-        status: ``"ok"``, ``"no text"`` (nothing visible, or no tokens) or ``"timeout"``.
+        status: ``"ok"``, ``"no text"`` (nothing visible, or no tokens), ``"too much work"``
+            (past the work budget) or ``"timeout"`` (past the CPU time budget).
+        work: work units the pass counted (see ``WORK_ELEMENT`` in ``extract.pxd``).
         text: the main text, UTF-8, whitespace folded.
         tokens: number of tokens.
         digest: 16-byte exact-duplicate digest.
@@ -68,6 +71,7 @@ cdef class PageSketch:
     """
 
     cdef readonly str status
+    cdef readonly long long work
     cdef readonly bytes text
     cdef readonly long tokens
     cdef readonly bytes digest
@@ -133,6 +137,7 @@ cdef class NativeAnalyzer:
         cdef bytes keys
         cdef uint64_t *keys_out
         page.status = status
+        page.work = self.extractor.work
         page.canonical = canonical_src.decode("utf-8", "replace").strip() if canonical_src else ""
         page.tokens = <long>self.toks.len
         page.text = page.heading = page.title = b""
@@ -158,31 +163,33 @@ cdef class NativeAnalyzer:
         page.profile = PyBytes_FromStringAndSize(<char *>self.profile.data, self.profile.len)
         return page
 
-    def analyze_tree(self, element, host_salt=None, double timeout=0.0):
+    def analyze_tree(self, element, host_salt=None, double timeout=0.0, long long max_work=0):
         """Analyse a parsed page (an lxml element, e.g. a tree's root; never modified).
 
         ``host_salt``: a 64-bit salt for the bucket keys (``scope="host"``), or ``None``.
-        ``timeout``: seconds the pass may take (0: no limit); past it the status is ``"timeout"``.
+        ``timeout``: CPU seconds of this thread the pass may take (0: no limit); past it the
+        status is ``"timeout"``. ``max_work``: work units the pass may count (0: no limit);
+        past them the status is ``"too much work"``.
         """
         cdef cetree._Element el = element
-        cdef double deadline = monotonic() + timeout if timeout > 0 else 0.0
+        self.extractor.set_budget(timeout, max_work)
         self.toks.len = self.heading.len = self.title.len = 0
-        return self._analyze(self.extractor.run(el._c_node, self.max_chars, deadline), deadline, host_salt)
+        return self._analyze(self.extractor.run(el._c_node, self.max_chars), host_salt)
 
-    def analyze_html(self, bytes html, host_salt=None, double timeout=0.0):
+    def analyze_html(self, bytes html, host_salt=None, double timeout=0.0, long long max_work=0):
         """Analyse an HTML document (UTF-8 bytes) in one pass over the parser's events, without
         building its tree: the same result as :meth:`analyze_tree` on ``lxml.html``'s parse of
-        it. ``None`` when the document needs the tree (see ``Extractor.run_html``). The parse
-        and the walk run without the GIL."""
-        cdef double deadline = monotonic() + timeout if timeout > 0 else 0.0
+        it (the same work counted). ``None`` when the document needs the tree (see
+        ``Extractor.run_html``). The parse and the walk run without the GIL."""
         cdef int status
+        self.extractor.set_budget(timeout, max_work)
         self.toks.len = self.heading.len = self.title.len = 0
         status = self.extractor.run_html(
-            <const unsigned char *>PyBytes_AS_STRING(html), PyBytes_GET_SIZE(html), self.max_chars, deadline
+            <const unsigned char *>PyBytes_AS_STRING(html), PyBytes_GET_SIZE(html), self.max_chars
         )
         if status == EXTRACT_FALLBACK:
             return None
-        return self._analyze(status, deadline, host_salt)
+        return self._analyze(status, host_salt)
 
     cdef int _tokenize_found(self) except -1 nogil:
         """The token hashes of the extractor's main text, heading and title (C arrays only:
@@ -215,20 +222,29 @@ cdef class NativeAnalyzer:
             self.tokenizer.join_names(&self.title)
         return 0
 
-    cdef PageSketch _analyze(self, int status, double deadline, host_salt):
-        """Tokens and sketches of what the extractor found (``status``: its outcome)."""
+    cdef PageSketch _analyze(self, int status, host_salt):
+        """Tokens and sketches of what the extractor found (``status``: its outcome); the
+        tokens count in the page's work (the bytes read, and each token hashed into the
+        sketches), within the extractor's budget."""
         cdef Extractor ex = self.extractor
         cdef PageSketch page
         if status == EXTRACT_TIMEOUT:
             return self._finish("timeout", None, 0, False)
+        if status == EXTRACT_OVERWORK:
+            return self._finish("too much work", None, 0, False)
         if status == EXTRACT_NOMEM:
             raise MemoryError()
         if status == EXTRACT_EMPTY:
             return self._finish("no text", None, 0, False)
         with nogil:
             self._tokenize_found()
-        if deadline > 0 and monotonic() > deadline:
+            ex.work += <long long>(ex.out.len + ex.heading.len + ex.title.len)
+            ex.work += <long long>(self.toks.len + self.heading.len + self.title.len) * WORK_TOKEN
+            status = ex.budget()
+        if status == EXTRACT_TIMEOUT:
             return self._finish("timeout", None, 0, False)
+        if status == EXTRACT_OVERWORK:
+            return self._finish("too much work", None, 0, False)
         page = self._finish(
             "ok",
             PyBytes_FromStringAndSize(<char *>ex.canonical.data, ex.canonical.len) if ex.canonical.len else None,
@@ -254,4 +270,5 @@ cdef class NativeAnalyzer:
         self.tokenizer.tokenize(<const unsigned char *>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), &self.toks)
         page = self._finish("ok", None, host_salt if host_salt is not None else 0, host_salt is not None)
         page.text = data
+        page.work = PyBytes_GET_SIZE(data) + <long long>self.toks.len * WORK_TOKEN
         return page
