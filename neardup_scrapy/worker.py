@@ -590,6 +590,8 @@ def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
                 unflushed = True
             elif op == "report":
                 result = detector.report(**payload)
+            elif op == "url_rules":
+                result = detector.exchange_url_rules(*payload)
             elif op == "export":
                 from .core.exports import cluster_rows
 
