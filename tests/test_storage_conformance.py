@@ -502,3 +502,22 @@ def test_detector_verdicts_same_with_and_without_lookup_or_insert(
     assert reasons[8] == reasons[10] == "fewer than 10 tokens: matched exactly only"
     assert [v["status"] for v in with_it[8:11]] == ["unique", "exact", "unique"]
     assert {v["status"] for v in with_it} == {"unique", "exact", "near"}
+
+
+def test_url_rules_are_kept_per_writer_and_shared(kind: str, make_store: Factory) -> None:
+    """Every store keeps each process's url rules with the index; a writer replaces its own; a
+    second client of the same index (a shared or reopened store) reads them all."""
+    store = make_store()
+    store.open(SIGNATURE)
+    assert store.url_rules() == {}
+    store.save_url_rules("w1", b'{"a": 1}')
+    store.save_url_rules("w2", b'{"b": 2}')
+    store.save_url_rules("w1", b'{"a": 3}')
+    assert store.url_rules() == {"w1": b'{"a": 3}', "w2": b'{"b": 2}'}
+    if kind == "memory":
+        return
+    if kind == "disk":
+        store.close()
+    other = make_store()
+    other.open(SIGNATURE)
+    assert other.url_rules() == {"w1": b'{"a": 3}', "w2": b'{"b": 2}'}

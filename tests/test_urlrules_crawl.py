@@ -1,0 +1,101 @@
+"""Duplicate-url rules in real crawls: generated sites with session ids, aliases and traps
+(``tests/urlrules_sites.py``), crawled by Scrapy in a subprocess, scored from the servers' logs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from benchmark_modules import load_benchmark
+from scrapy.utils.test import get_crawler
+
+from neardup_scrapy.config import NeardupSettingsError
+from neardup_scrapy.runtime import NeardupRuntime
+from neardup_scrapy.urlrules import NeardupUrlRulesMiddleware
+
+bench = load_benchmark("bench_urlrules")
+pytestmark = pytest.mark.e2e
+PLUGIN = {"ADDONS": {"neardup_scrapy.Addon": 100}, "NEARDUP_SKIP_PREDICTED": True}
+
+
+def _crawl(sites: Any, settings: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], set[str]]:
+    stats = bench.crawl(sites, settings, cap=3000)
+    score = sites.score()
+    missing = {d for name, s in score.items() for d in sites.sites[name].documents() - s["reached"]}
+    return stats, score, missing
+
+
+@pytest.mark.parametrize("worker", ["process", "inline"])
+def test_predicted_duplicates_are_skipped_and_no_document_is_lost(worker: str, tmp_path: Path) -> None:
+    rules_file = tmp_path / "rules.json"
+    report_file = tmp_path / "report.json"
+    settings = {
+        **PLUGIN,
+        "NEARDUP_WORKER": worker,
+        "NEARDUP_URL_RULES_FILE": str(rules_file),
+        "NEARDUP_REPORT_FILE": str(report_file),
+        "NEARDUP_URL_RULES_MIN_SUPPORT": 4,
+    }
+    sites = bench.Sites(18, names=["sessions", "statics", "control"], seed=5)
+    try:
+        stats, score, missing = _crawl(sites, settings)
+        # a recrawl with the saved rules saves from its first requests
+        again, score2, missing2 = _crawl(
+            sites, {**settings, "NEARDUP_REPORT_FILE": None}
+        )
+        hosts = {name: site.hosts for name, site in sites.sites.items()}
+        documents = sites.documents()
+    finally:
+        sites.close()
+    assert not missing, missing
+    requests = sum(s["requests"] for s in score.values())
+    assert stats["neardup/skipped/predicted"] > requests  # far more skipped than downloaded
+    assert requests <= 2 * documents, (requests, documents)
+    assert stats.get("bench/errback_tag", 0) > 0  # the errback sees the page it duplicates
+    assert score["control"]["duplicates"] == 0
+    report = json.loads(report_file.read_text())
+    section = report["url_rules"]
+    by_host = {h["host"]: h for h in section["hosts"]}
+    assert section["valid"] > 0 and section["saved"] > 0
+    assert hosts["control"][0] not in by_host or by_host[hosts["control"][0]]["saved"] == 0
+    sid = [r for r in by_host[hosts["sessions"][0]]["rules"] if r["rule"]["name"] == "sid" and r["valid"]]
+    assert sid and sid[0]["counter_examples"] == 0 and sid[0]["support"] >= 4
+    assert not any(
+        r["valid"] and r["rule"]["name"] in ("page", "rev") for h in section["hosts"] for r in h["rules"]
+    )
+    assert json.loads(rules_file.read_text())["valid"] > 0
+
+    assert not missing2
+    duplicates = sum(s["duplicates"] for s in score2.values())
+    assert duplicates < sum(s["duplicates"] for s in score.values())
+    assert duplicates <= 0.1 * sum(s["requests"] for s in score2.values()), duplicates
+    assert again["neardup/skipped/predicted"] > 0
+
+
+def test_learning_alone_skips_nothing(tmp_path: Path) -> None:
+    report_file = tmp_path / "report.json"
+    sites = bench.Sites(10, names=["statics"], seed=5)
+    try:
+        settings = {"ADDONS": {"neardup_scrapy.Addon": 100}, "NEARDUP_REPORT_FILE": str(report_file)}
+        stats, _score, _missing = _crawl(sites, {**settings, "CLOSESPIDER_PAGECOUNT": 300})
+    finally:
+        sites.close()
+    assert "neardup/skipped/predicted" not in stats
+    assert json.loads(report_file.read_text())["url_rules"]["valid"] > 0
+
+
+def test_settings_are_checked() -> None:
+    crawler = get_crawler(settings_dict={"NEARDUP_URL_RULES": False, "NEARDUP_SKIP_PREDICTED": True})
+    with pytest.raises(NeardupSettingsError, match="NEARDUP_SKIP_PREDICTED"):
+        NeardupRuntime.of(crawler)
+    crawler = get_crawler(settings_dict={"NEARDUP_URL_RULES_MIN_SUPPORT": 0, "NEARDUP_WORKER": "inline"})
+    with pytest.raises(NeardupSettingsError, match="NEARDUP_URL_RULES_MIN_SUPPORT"):
+        NeardupRuntime.of(crawler)
+    crawler = get_crawler(settings_dict={"NEARDUP_URL_RULES": False, "NEARDUP_WORKER": "inline"})
+    from scrapy.exceptions import NotConfigured
+
+    with pytest.raises(NotConfigured):
+        NeardupUrlRulesMiddleware.from_crawler(crawler)
+    NeardupRuntime.of(crawler).close()
