@@ -13,7 +13,9 @@ page, takes the title and all the links (``response.css``), like a real crawl's 
 
 Each round runs two crawls in separate subprocesses, one without the plugin (no add-on) and one
 with ``ADDONS = {"neardup_scrapy.Addon": 100}`` (default settings, tag mode), alternating
-which goes first. Throughput is pages per second between the first and the last parsed page
+which goes first. With ``--baseline-set NAME=VALUE`` the first crawl runs the plugin too, with
+those settings (e.g. ``--baseline-set URL_RULES=False``: learning duplicate-url rules on, paired
+against off). Throughput is pages per second between the first and the last parsed page
 (start-up excluded). Prints each run, then the median ratio (with / without): >= 0.90 is
 required, >= 0.95 the aim.
 """
@@ -134,8 +136,15 @@ def build_site(pages: list[tuple[str, str]], latency: float) -> tuple[ProxySite,
 
 
 def run_one(
-    proxy: str, start: str, plugin: bool, concurrency: int, neardup_settings: dict[str, str]
+    proxy: str,
+    start: str,
+    plugin: bool,
+    concurrency: int,
+    neardup_settings: dict[str, str],
+    baseline: dict[str, str] | None = None,
 ) -> dict[str, float]:
+    if not plugin and baseline is not None:
+        plugin, neardup_settings = True, {**neardup_settings, **baseline}
     spec = {
         "proxy": proxy,
         "start": start,
@@ -180,12 +189,24 @@ def main() -> None:
         metavar="NAME=VALUE",
         help="a NEARDUP_* setting, e.g. WORKER=inline",
     )
+    parser.add_argument(
+        "--baseline-set",
+        action="append",
+        default=None,
+        metavar="NAME=VALUE",
+        help="run the baseline with the plugin and this NEARDUP_* setting (e.g. URL_RULES=False)",
+    )
     args = parser.parse_args()
 
-    neardup_settings = {}
-    for item in args.set:
-        name, _, value = item.partition("=")
-        neardup_settings[name if name.startswith("NEARDUP_") else f"NEARDUP_{name}"] = value
+    def named(items: list[str]) -> dict[str, str]:
+        out = {}
+        for item in items:
+            name, _, value = item.partition("=")
+            out[name if name.startswith("NEARDUP_") else f"NEARDUP_{name}"] = value
+        return out
+
+    neardup_settings = named(args.set)
+    baseline = named(args.baseline_set) if args.baseline_set is not None else None
     pages = load_pages(Path(args.eval_dev), args.pages or None)
     site, start = build_site(pages, args.latency_ms / 1000)
     server, proxy = start_server("127.0.0.1", site)
@@ -200,7 +221,7 @@ def main() -> None:
             order = [False, True] if round_no % 2 == 0 else [True, False]
             results = {}
             for plugin in order:
-                results[plugin] = run_one(proxy, start, plugin, args.concurrency, neardup_settings)
+                results[plugin] = run_one(proxy, start, plugin, args.concurrency, neardup_settings, baseline)
             base, with_plugin = results[False], results[True]
             ratio = with_plugin["rate"] / base["rate"]
             ratios.append(ratio)
