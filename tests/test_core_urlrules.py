@@ -219,3 +219,18 @@ def test_state_round_trips_through_a_store_and_a_recrawl_starts_with_the_rules()
     assert Rule("value", "", "sid") in again.valid_rules("a.test")
     with pytest.raises(ValueError):
         again.load([{"format": "something else"}])
+
+
+def test_saved_evidence_keeps_what_validity_needs() -> None:
+    """A rule over any value of a parameter needs the absent value among its witnesses' values:
+    the saved state keeps it however many values were seen (a recrawl must find the rule valid)."""
+    rng = random.Random(6)
+    learner = UrlRuleLearner(min_support=4)
+    for d in range(30):
+        learner.observe(f"{HOST}/p/{d}?clid={_sid(rng)}", f"doc{d}")
+        learner.observe(f"{HOST}/p/{d}", f"doc{d}")
+        learner.observe(f"{HOST}/p/{d}?clid={_sid(rng)}", f"doc{d}")
+    assert Rule("param", "", "clid") in learner.valid_rules("a.test")
+    fresh = UrlRuleLearner(min_support=4)
+    fresh.load([json.loads(json.dumps(learner.state()))])
+    assert fresh.valid_rules("a.test") == learner.valid_rules("a.test")

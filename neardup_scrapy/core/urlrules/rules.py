@@ -129,6 +129,14 @@ class Rule:
         return cls(str(kind), *parts)
 
 
+def _kept_values(values: set[str]) -> list[str]:
+    """The value digests saved: the absent value's (validity asks for it) and enough others to
+    show ``MIN_VALUES`` and more."""
+    absent = value_token("")
+    head = [absent] if absent in values else []
+    return head + sorted(values - {absent})[: 8 - len(head)]
+
+
 def value_token(value: str) -> str:
     """A short digest of a parameter value: rules count distinct values without keeping them
     (session ids and click ids stay out of reports and stores)."""
@@ -208,7 +216,7 @@ class RuleStats:
         return {
             "support": self.support,
             "counter_examples": self.counter,
-            "values": sorted(self.values)[:8],
+            "values": _kept_values(self.values),
             "saved": self.saved,
             "examples": [list(p) for p in self.examples],
             "counter_example_urls": [list(p) for p in self.counter_examples],
