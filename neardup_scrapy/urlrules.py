@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import pickle
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,6 +48,8 @@ OPT_OUT_KEY = "dont_neardup"
 #: read then, this process's saved).
 SYNC_EVERY = 200
 _CHECKED = ("unique", "exact", "near")
+#: In ``JOBDIR``: the requests kept aside and the pages fetched when the crawl paused.
+SAVED_FILE = "neardup-predicted.pickle"
 
 
 class PredictedDuplicate(IgnoreRequest):
@@ -89,11 +92,16 @@ class NeardupUrlRulesMiddleware:
         self._since_sync = 0
         self._syncing = False
         self._learned = self._withdrawn = 0
+        self._again: list[Request] = []
         others = self.runtime.url_rules(self._writer, None) or []
         self._load(others)
         self.runtime.on_page(self._page)
         self.runtime.on_close(self._finish, first=True)
         crawler.signals.connect(self._idle, signal=signals.spider_idle)
+        jobdir = crawler.settings.get("JOBDIR")
+        self._saved_file = Path(jobdir) / SAVED_FILE if jobdir and self.planner is not None else None
+        if self._saved_file is not None:
+            crawler.signals.connect(self._resume, signal=signals.spider_opened)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -230,10 +238,72 @@ class NeardupUrlRulesMiddleware:
         """Before the spider closes: schedule again the skipped requests whose page never came."""
         if self.planner is None:
             return
-        requests = self.planner.withdrawn() + self.planner.idle()
+        requests = self._again + self.planner.withdrawn() + self.planner.idle()
+        self._again = []
         if requests:
             self._reschedule(requests, "the page they named never came")
             raise DontCloseSpider
+
+    # -- pause and resume (JOBDIR) -----------------------------------------------------------------
+    def _save_kept(self, spider: Any) -> None:
+        """Keep the requests set aside and the pages fetched in ``JOBDIR``: Scrapy's duplicate
+        filter remembers the skipped requests, so a resumed crawl could not schedule them again."""
+        assert self.planner is not None and self._saved_file is not None
+        kept = self.planner.kept_items()
+        if not kept:
+            self._saved_file.unlink(missing_ok=True)
+            return
+        tmp = self._saved_file.with_name(f".{SAVED_FILE}.{os.getpid()}.tmp")
+        entries: list[dict[str, Any]] = [{"page": url, "tag": tag} for url, tag in self.planner.pages()]
+        entries += [{"request": request.to_dict(spider=spider), "came": came} for request, came in kept]
+        try:
+            # like Scrapy's own queues in JOBDIR: requests hold bytes (body, headers)
+            tmp.write_bytes(pickle.dumps(entries, protocol=4))
+            os.replace(tmp, self._saved_file)
+        except (OSError, TypeError, ValueError, pickle.PicklingError) as exc:
+            tmp.unlink(missing_ok=True)
+            logger.error(
+                "neardup: cannot keep the %d skipped request(s) in %s (%s); a resumed crawl cannot "
+                "schedule them again if their rules are withdrawn",
+                len(kept),
+                self._saved_file,
+                exc,
+            )
+
+    def _resume(self, spider: Any = None) -> None:
+        """A resumed crawl takes back the requests kept aside and the pages fetched before."""
+        assert self.planner is not None and self._saved_file is not None
+        if not self._saved_file.exists():
+            return
+        from scrapy.utils.request import request_from_dict
+
+        again: list[Request] = []
+        kept = 0
+        try:
+            entries = pickle.loads(self._saved_file.read_bytes())
+        except Exception as exc:
+            logger.error("neardup: cannot read %s: %s", self._saved_file, exc)
+            return
+        for entry in entries:
+            try:
+                if "page" in entry:
+                    self.planner.fetched(entry["page"], entry.get("tag"))
+                    continue
+                request = request_from_dict(entry["request"], spider=spider)
+            except Exception as exc:
+                logger.warning(
+                    "neardup: a request kept in %s cannot be read back (%s)", self._saved_file, exc
+                )
+                continue
+            if entry.get("came") and self.planner.keep_resumed(request, request.url):
+                kept += 1
+            else:
+                again.append(request)
+        self._saved_file.unlink(missing_ok=True)
+        logger.info(
+            "neardup: %d skipped request(s) kept from the paused crawl, %d scheduled again", kept, len(again)
+        )
+        self._again.extend(again)  # scheduled again when the spider is first idle
 
     # -- closing -----------------------------------------------------------------------------------
     def _finish(self, runtime: NeardupRuntime, reason: str) -> None:
@@ -246,6 +316,8 @@ class NeardupUrlRulesMiddleware:
         self.stats.set_value("neardup/url_rules/valid", summary["valid"])
         if self.planner is not None:
             self.stats.set_value("neardup/predicted/kept", self.planner.kept)
+            if self._saved_file is not None:
+                self._save_kept(self.crawler.spider)
         path = self.config.url_rules_file
         if path:
             try:

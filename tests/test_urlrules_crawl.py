@@ -99,3 +99,23 @@ def test_settings_are_checked() -> None:
     with pytest.raises(NotConfigured):
         NeardupUrlRulesMiddleware.from_crawler(crawler)
     NeardupRuntime.of(crawler).close()
+
+
+def test_a_paused_crawl_keeps_its_skipped_requests(tmp_path: Path) -> None:
+    """With JOBDIR, the requests kept aside and the pages fetched survive a pause: the resumed crawl
+    still reaches every document (Scrapy's duplicate filter remembers the skipped requests, so
+    only the plugin can schedule them again) and goes on skipping."""
+    settings = {**PLUGIN, "JOBDIR": str(tmp_path / "job"), "NEARDUP_URL_RULES_MIN_SUPPORT": 4}
+    sites = bench.Sites(18, names=["sessions", "statics"], seed=7)
+    try:
+        first = bench.crawl(sites, settings, cap=60)
+        reached_first = {d for s in sites.score().values() for d in s["reached"]}
+        assert first.get("neardup/skipped/predicted", 0) > 0
+        assert (tmp_path / "job" / "neardup-predicted.pickle").exists()
+        second = bench.crawl(sites, settings, cap=3000)
+        reached = reached_first | {d for s in sites.score().values() for d in s["reached"]}
+        universe = {d for site in sites.sites.values() for d in site.documents()}
+    finally:
+        sites.close()
+    assert reached == universe, sorted(universe - reached)
+    assert second.get("neardup/skipped/predicted", 0) > 0

@@ -86,6 +86,7 @@ class SkipPlanner(Generic[T]):
         self._by_key: dict[str, set[int]] = {}
         self._ids = itertools.count()
         self._predictions: dict[str, int] = {}
+        self._resumed: set[str] = set()  # keys of pages an earlier run of the crawl fetched
         self._version = learner.version
         #: Predicted duplicates downloaded anyway / requests handed back to be scheduled again.
         self.explored = 0
@@ -170,6 +171,30 @@ class SkipPlanner(Generic[T]):
         self.learner.note_saved(prediction.rules)
         return True
 
+    def kept_items(self) -> list[tuple[T, bool]]:
+        """Every kept request, and whether the page it names has come (a paused crawl saves
+        them; see :meth:`keep_resumed`)."""
+        return [
+            (k.item, k.key in self._fetched or k.key in self._resumed) for _, k in sorted(self._kept.items())
+        ]
+
+    def pages(self) -> list[tuple[str, Any]]:
+        """Every page fetched, with its tag (a paused crawl saves them; see :meth:`fetched`)."""
+        return [(url, tag) for host in self._pages.values() for url, tag in host.items()]
+
+    def keep_resumed(self, item: T, url: str) -> bool:
+        """Keep again a request an earlier run of the crawl kept aside for a page that came; False
+        when the rules no longer rewrite it (it must be scheduled again)."""
+        found = self.learner.canonical(url)
+        if found is None or not found[2]:
+            return False
+        host, key, rules = found
+        self._resumed.add(key)
+        ident = next(self._ids)
+        self._kept[ident] = _Kept(item, url, host, key, rules)
+        self._by_key.setdefault(key, set()).add(ident)
+        return True
+
     @property
     def kept(self) -> int:
         """Requests kept aside now."""
@@ -217,6 +242,8 @@ class SkipPlanner(Generic[T]):
             target = hit[0]
         elif self._inflight.get(key, kept.url) != kept.url:
             target = self._inflight[key]
+        elif key in self._resumed:
+            return key if rules and all(self.learner.is_valid(o, r) for o, r in rules) else None
         else:
             return None
         rules = self._with_target(rules, target)
@@ -258,6 +285,6 @@ class SkipPlanner(Generic[T]):
         self._inflight.clear()
         self._inflight_keys.clear()
         out: list[T] = []
-        for key in [k for k in self._by_key if k not in self._fetched]:
+        for key in [k for k in self._by_key if k not in self._fetched and k not in self._resumed]:
             out.extend(self._release(key))
         return out
