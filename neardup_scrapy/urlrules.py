@@ -44,8 +44,9 @@ logger = logging.getLogger(__name__)
 
 META_KEY = "neardup"
 OPT_OUT_KEY = "dont_neardup"
-#: Pages learnt from between two exchanges of rules with the index (other processes' rules are
-#: read then, this process's saved).
+#: Pages learnt from between two exchanges of rules with a shared index (Redis, Redis Cluster, a
+#: custom store: other processes' rules are read then, this process's saved); other stores are
+#: read at start and written at close.
 SYNC_EVERY = 200
 _CHECKED = ("unique", "exact", "near")
 #: In ``JOBDIR``: the requests kept aside and the pages fetched when the crawl paused.
@@ -89,6 +90,8 @@ class NeardupUrlRulesMiddleware:
             self.planner = SkipPlanner(self.learner, seed=config.params.seed, keep=config.predicted_keep)
         self._writer = uuid.uuid4().hex
         self._file_states = self._read_file()
+        # only a store that other processes write at the same time has rules to read mid-crawl
+        self._shared = config.storage not in ("memory", "disk")
         self._since_sync = 0
         self._syncing = False
         self._learned = self._withdrawn = 0
@@ -172,7 +175,7 @@ class NeardupUrlRulesMiddleware:
             self.planner.fetched(verdict.url, verdict.to_dict())
         self._after_change()
         self._since_sync += 1
-        if self._since_sync >= SYNC_EVERY:
+        if self._shared and self._since_sync >= SYNC_EVERY:
             self._since_sync = 0
             self._sync()
 

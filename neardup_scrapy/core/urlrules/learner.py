@@ -9,13 +9,14 @@ page (a redirect's source, a ``<link rel=canonical>``: :meth:`UrlRuleLearner.obs
   segment, the letter case, a trailing slash, the host) is credited to the candidate rules
   that would remove it, when no more than four things differ and none of them is already
   refuted (so two fresh session parameters on every link are learnt together).
-* **Counter-examples** come from an index per candidate family (a parameter, a path rule, a
-  pair of hosts): every url of the host is filed under its form with the candidate applied on
-  top of the valid rules; two urls filed under one key whose forms differ and whose pages are
-  different documents refute the candidate. The valid rules' own index catches combinations:
-  two documents that the valid rules together merge refute the rules needed for that merge.
+* **Counter-examples.** A rule with the support to become valid is first checked against every
+  url of its host (both hosts for an alias): two urls of different documents that the valid
+  rules keep apart and the rule would merge refute it. Once valid, every new url is filed under
+  its key by the host's valid rules: two documents meeting there refute the rules needed for
+  that merge (a single rule or a combination). Checking at validation and then per url costs
+  one key per url, not one per candidate.
 * A rule's evidence and validity are in :mod:`.rules`. When a host's valid rules change, its
-  indexes are rebuilt from the urls it has seen (which may refute more: repeated until stable).
+  urls are filed again under the new keys (which may refute more: repeated until stable).
 
 Pure Python, no framework; memory is bounded by ``max_urls`` urls per host (later urls of a
 host are still rewritten, but no longer learnt from).
@@ -75,45 +76,36 @@ class _Compiled:
         )
 
 
-_Entry = tuple[int, str, str, str]  # (cluster, form key under the valid rules, values, url)
-
-
 @dataclass
 class _Host:
+    """What the learner knows of one host."""
+
     name: str
     pages: dict[str, tuple[UrlForm, int]] = field(default_factory=dict)
     stats: dict[Rule, RuleStats] = field(default_factory=dict)
     valid: frozenset[Rule] = frozenset()
     compiled: _Compiled = field(default_factory=_Compiled)
-    index: dict[str, tuple[int, str]] = field(default_factory=dict)
-    families: dict[tuple[str, str], dict[str, list[_Entry]]] = field(default_factory=dict)
+    keys: dict[str, str] = field(default_factory=dict)  # url -> its key in the learner's index
+
+    def compiled_rules(self) -> list[Rule]:
+        """The valid rules that rewrite this host's own urls (aliases aside)."""
+        return [r for r in self.valid if r.kind != "alias"]
 
 
-def _family(rule: Rule) -> tuple[str, str]:
-    if rule.kind in ("param", "value", "no-op"):
-        return ("param", rule.name)
-    return (rule.kind, rule.name)
-
-
-def _apply_family(family: tuple[str, str], form: UrlForm) -> UrlForm:
-    """``form`` with the candidate family's rule applied (for a parameter: without it)."""
-    kind, name = family
-    if kind == "param":
-        return form.without(name)
-    path = form.path
+def _touches(rule: Rule, form: UrlForm) -> bool:
+    """Whether ``rule`` may rewrite ``form`` (a url it cannot rewrite keeps its key)."""
+    kind, path = rule.kind, form.path
+    if kind in ("param", "value", "no-op"):
+        return any(name == rule.name for name, _ in form.params)
     if kind == "case":
-        return form.with_path(path.lower())
+        return path != path.lower()
     if kind == "slash":
-        return form.with_path(path.rstrip("/") or "/") if path != "/" else form
+        return path != "/" and path.endswith("/")
     if kind == "prefix":
-        if path == f"/{name}" or path.startswith(f"/{name}/"):
-            return form.with_path(path[len(name) + 1 :] or "/")
-        return form
+        return path.lower().startswith(f"/{rule.name.lower()}")
     if kind == "suffix":
-        if path.endswith(f"/{name}"):
-            return form.with_path(path[: len(path) - len(name)])
-        return form
-    raise ValueError(kind)
+        return path.lower().endswith(f"/{rule.name.lower()}")
+    return True
 
 
 class UrlRuleLearner:
@@ -132,8 +124,11 @@ class UrlRuleLearner:
         self._members: dict[int, list[str]] = {}
         self._others: dict[tuple[str, Rule], RuleStats] = {}
         self._aliases: dict[str, str] = {}
-        self._alias_index: dict[tuple[str, str], dict[str, list[_Entry]]] = {}
-        self._dirty: set[str] = set()
+        #: key under the valid rules -> (document, url) of the first page filed there
+        self._index: dict[str, tuple[int, str]] = {}
+        #: hosts whose evidence changed -> the rules touched (``None``: all of them)
+        self._dirty: dict[str, set[Rule] | None] = {}
+        self._others_by_host: dict[str, dict[Rule, RuleStats]] = {}
         self._address_rules: dict[str, int] = {}
         #: Increases whenever any host's valid rules change.
         self.version = 0
@@ -155,8 +150,6 @@ class UrlRuleLearner:
         document = self._clusters.setdefault(cluster, len(self._clusters))
         host.pages[url] = (form, document)
         self._file(host, url, form, document)
-        for alias in [pair for pair in self._alias_index if form.host in pair]:
-            self._file_alias(alias, url, form, document)
         members = self._members.setdefault(document, [])
         for other in members:
             self._witness(url, other, document)
@@ -241,83 +234,77 @@ class UrlRuleLearner:
     def _credit(
         self, host: _Host, rule: Rule, document: int, values: tuple[str, ...], pair: tuple[str, str]
     ) -> None:
-        stats = host.stats.setdefault(rule, RuleStats())
+        stats = host.stats.get(rule)
+        if stats is None:
+            stats = host.stats[rule] = RuleStats()
+            if rule.scope.startswith("="):
+                self._address_rules[host.name] = self._address_rules.get(host.name, 0) + 1
         if stats.witness(rule, document, values, pair):
-            self._dirty.add(host.name)
-        if rule.kind == "alias":
-            alias = (host.name, rule.name)
-            if alias not in self._alias_index:
-                self._alias_index[alias] = {}
-                for name in alias:
-                    for url, (form, doc) in list(self._host(name).pages.items()):
-                        self._file_alias(alias, url, form, doc)
-            return
-        family = _family(rule)
-        if family not in host.families:
-            host.families[family] = {}
-            for url, (form, doc) in list(host.pages.items()):
-                canon, _ = self._canon(host, form)
-                self._file_family(host, family, url, canon, doc)
+            self._touch(host.name, rule)
+
+    def _touch(self, host: str, rule: Rule | None) -> None:
+        """Mark ``rule`` of ``host`` for a validity check (``None``: every rule of the host)."""
+        if host in self._dirty:
+            touched = self._dirty[host]
+            if touched is not None:
+                if rule is None:
+                    self._dirty[host] = None
+                else:
+                    touched.add(rule)
+        else:
+            self._dirty[host] = None if rule is None else {rule}
 
     def _refute(self, host: str, rule: Rule, pair: tuple[str, str]) -> None:
         self._host(host).stats.setdefault(rule, RuleStats()).refute(pair)
-        self._dirty.add(host)
+        self._touch(host, rule)
 
     # -- indexes -----------------------------------------------------------------------------------
     def _file(self, host: _Host, url: str, form: UrlForm, document: int) -> None:
-        """File a url under its form (valid rules) and in every candidate family's index."""
+        """File a url under its key by the valid rules: two documents meeting there refute the
+        rules that merged them."""
         canon, used = self._canon(host, form)
-        seen = host.index.get(canon.key)
+        key = canon.key
+        host.keys[url] = key
+        seen = self._index.get(key)
         if seen is None:
-            host.index[canon.key] = (document, url)
+            self._index[key] = (document, url)
         elif seen[0] != document and seen[1] != url:
             self._conflict(host, url, form, used, seen[1])
-        for family in host.families:
-            self._file_family(host, family, url, canon, document)
 
-    def _file_family(
-        self, host: _Host, family: tuple[str, str], url: str, canon: UrlForm, document: int
-    ) -> None:
-        key = _apply_family(family, canon).key
-        values = canon.values(family[1]) if family[0] == "param" else ""
-        entries = host.families[family].setdefault(key, [])
-        for other_doc, other_key, other_values, other_url in entries:
-            if other_doc != document and other_key != canon.key:
-                self._family_counter(
-                    host.name, family, canon, (values, other_values), (url, other_url)
+    def _verify(self, host: _Host, rule: Rule) -> tuple[str, str] | None:
+        """A counter-example to ``rule`` among the urls seen: two urls of different documents
+        that the valid rules keep apart and ``rule`` merges (checked when the rule has the
+        support to become valid; afterwards the learner's index checks every new url)."""
+        if rule.kind == "alias":
+            first = host
+            pages = [
+                (u, f, d) for name in (host.name, rule.name) for u, (f, d) in self._host(name).pages.items()
+            ]
+            moved = [
+                (u, self._canon(first, f.with_host(host.name), alias=False)[0].key, f.host, d)
+                for u, f, d in pages
+            ]
+        else:
+            compiled = _Compiled.of([*host.compiled_rules(), rule])
+            moved = [
+                (
+                    u,
+                    self._canon(host, f, compiled=compiled)[0].key
+                    if _touches(rule, f)
+                    else host.keys.get(u, ""),
+                    host.keys.get(u, ""),
+                    d,
                 )
-        if len(entries) < _ENTRIES and all(e[0] != document or e[2] != values for e in entries):
-            entries.append((document, canon.key, values, url))
-
-    def _family_counter(
-        self,
-        host: str,
-        family: tuple[str, str],
-        canon: UrlForm,
-        values: tuple[str, str],
-        pair: tuple[str, str],
-    ) -> None:
-        kind, name = family
-        if kind != "param":
-            self._refute(host, Rule(kind, name=name), pair)
-            return
-        x, y = values
-        for scope in ("", canon.section, "=" + canon.path):
-            self._refute(host, Rule("param", scope, name), pair)
-            if x and y:
-                self._refute(host, Rule("value", scope, name), pair)
-            elif not scope.startswith("="):
-                self._refute(host, Rule("no-op", scope, name, x or y), pair)
-
-    def _file_alias(self, alias: tuple[str, str], url: str, form: UrlForm, document: int) -> None:
-        canon, _ = self._canon(self._hosts[alias[0]], form.with_host(alias[0]), alias=False)
-        key = canon.key
-        entries = self._alias_index[alias].setdefault(key, [])
-        for other_doc, other_host, _, other_url in entries:
-            if other_doc != document and other_host != form.host:
-                self._refute(alias[0], Rule("alias", name=alias[1]), (url, other_url))
-        if len(entries) < _ENTRIES and all(e[0] != document or e[1] != form.host for e in entries):
-            entries.append((document, form.host, "", url))
+                for u, (f, d) in host.pages.items()
+            ]
+        seen: dict[str, tuple[str, str, int]] = {}
+        for url, key, apart, document in moved:
+            found = seen.get(key)
+            if found is None:
+                seen[key] = (url, apart, document)
+            elif found[2] != document and found[1] != apart:
+                return (url, found[0])
+        return None
 
     def _conflict(
         self, host: _Host, url: str, form: UrlForm, used: list[tuple[str, Rule]], other: str
@@ -343,27 +330,39 @@ class UrlRuleLearner:
 
     # -- validity ----------------------------------------------------------------------------------
     def _stats(self, host: str, rule: Rule) -> RuleStats:
-        own = self._hosts[host].stats.get(rule) if host in self._hosts else None
-        other = self._others.get((host, rule))
+        found = self._hosts.get(host)
+        own = found.stats.get(rule) if found is not None else None
+        other = self._others_by_host[host].get(rule) if host in self._others_by_host else None
         if own is None:
             return other if other is not None else RuleStats()
         return own.merged(other) if other is not None else own
 
     def _settle(self) -> None:
-        """Recompute the valid rules of hosts whose evidence changed; rebuild until stable."""
+        """Recheck the rules whose evidence changed (a rule about to become valid is checked
+        against every url seen first); refile the hosts whose valid rules changed, until stable."""
         while self._dirty:
             aliases_changed = False
             while self._dirty:
-                name = self._dirty.pop()
+                name, touched = self._dirty.popitem()
                 host = self._host(name)
-                rules = set(host.stats) | {rule for (h, rule) in self._others if h == name}
-                valid = frozenset(r for r in rules if self._stats(name, r).valid(r, self.min_support))
+                if touched is None:
+                    touched = set(host.stats) | set(self._others_by_host.get(name, ())) | set(host.valid)
+                valid = set(host.valid)
+                for rule in touched:
+                    if not self._stats(name, rule).valid(rule, self.min_support):
+                        valid.discard(rule)
+                    elif rule not in host.valid:
+                        counter = self._verify(host, rule)
+                        if counter is None:
+                            valid.add(rule)
+                        else:
+                            host.stats.setdefault(rule, RuleStats()).refute(counter)
                 if valid == host.valid:
                     continue
                 self.learned += len(valid - host.valid)
                 self.withdrawn += len(host.valid - valid)
                 aliases_changed |= any(r.kind == "alias" for r in valid ^ host.valid)
-                host.valid = valid
+                host.valid = frozenset(valid)
                 host.compiled = _Compiled.of(r for r in valid if r.kind != "alias")
                 self.version += 1
                 self._changed.add(name)
@@ -398,18 +397,26 @@ class UrlRuleLearner:
         return changed
 
     def _rebuild(self, host: _Host) -> None:
-        host.index = {}
-        host.families = {family: {} for family in host.families}
+        """File the host's urls again under its new rules."""
+        for url, key in host.keys.items():
+            if self._index.get(key, (0, ""))[1] == url:
+                del self._index[key]
+        host.keys = {}
         for url, (form, document) in list(host.pages.items()):
             self._file(host, url, form, document)
 
     # -- rewriting ---------------------------------------------------------------------------------
     def _canon(
-        self, host: _Host, form: UrlForm, skip: Rule | None = None, alias: bool = True
+        self,
+        host: _Host,
+        form: UrlForm,
+        skip: Rule | None = None,
+        alias: bool = True,
+        compiled: _Compiled | None = None,
     ) -> tuple[UrlForm, list[tuple[str, Rule]]]:
         """``form`` rewritten by the host's valid rules (less ``skip``), and the rules used, each
         with the host that holds it (an alias's address is rewritten by its representative's)."""
-        rules = host.compiled
+        rules = host.compiled if compiled is None else compiled
         used: list[Rule] = []
         path = form.path
         if rules.case and path != path.lower() and not (skip and skip.kind == "case"):
@@ -489,9 +496,7 @@ class UrlRuleLearner:
 
     def saved_before(self, host: str) -> int:
         """Requests of ``host`` that loaded evidence (earlier crawls, other processes) saved."""
-        if not self._others:
-            return 0
-        return sum(stats.saved for (h, _), stats in self._others.items() if h == host)
+        return sum(stats.saved for stats in self._others_by_host.get(host, {}).values())
 
     def take_changed(self) -> set[str]:
         """Hosts whose valid rules (or aliases) changed since the last call."""
@@ -541,9 +546,12 @@ class UrlRuleLearner:
                 others[key] = others[key].merged(stats) if key in others else stats
         touched = {host for host, _ in set(others) | set(self._others)}
         self._others = others
+        self._others_by_host = {}
+        for (host, rule), stats in others.items():
+            self._others_by_host.setdefault(host, {})[rule] = stats
         for host in touched:
             self._host(host)
-        self._dirty |= touched
+            self._touch(host, None)
         self._settle()
 
     def summary(self, max_hosts: int = 1000) -> dict[str, Any]:
@@ -554,7 +562,7 @@ class UrlRuleLearner:
         valid_count = 0
         for name in sorted(set(self._hosts) | {h for h, _ in self._others}):
             rules = set(self._hosts[name].stats) if name in self._hosts else set()
-            rules |= {rule for (h, rule) in self._others if h == name}
+            rules |= set(self._others_by_host.get(name, ()))
             rows = []
             for rule in rules:
                 stats = self._stats(name, rule)
