@@ -236,3 +236,27 @@ def test_saved_evidence_keeps_what_validity_needs() -> None:
     fresh = UrlRuleLearner(min_support=12)
     fresh.load([json.loads(json.dumps(learner.state()))])
     assert fresh.valid_rules("a.test") == learner.valid_rules("a.test")
+
+
+def test_the_report_lists_the_rules_saved_with_the_index() -> None:
+    from neardup_scrapy.core import NearDupDetector
+    from neardup_scrapy.report.html import render_html
+    from neardup_scrapy.report.schema import validate_report
+    from neardup_scrapy.report.text import format_summary
+
+    rng = random.Random(7)
+    learner = UrlRuleLearner(min_support=4)
+    _feed(learner, _session_views(rng, docs=8))
+    learner.note_saved([("a.test", Rule("value", "", "sid"))] * 3)
+    detector = NearDupDetector()
+    assert detector.exchange_url_rules("w1", json.dumps(learner.state()).encode()) == []
+    assert detector.exchange_url_rules("w2", None) == [json.dumps(learner.state()).encode()]
+    report = detector.report()
+    validate_report(report)
+    section = report["url_rules"]
+    assert section["valid"] >= 1 and section["saved"] == 3
+    html = render_html(report)
+    assert "Duplicate-url rules" in html and "the value of parameter sid does not change the page" in html
+    assert any(line.startswith("  url rules:") for line in format_summary(report))
+    empty = NearDupDetector().report()["url_rules"]
+    assert empty["hosts"] == [] and "No duplicate-url rule" in render_html({**report, "url_rules": empty})
