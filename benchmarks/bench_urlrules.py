@@ -261,7 +261,14 @@ def main() -> None:
         for name, settings, extra in plan:
             if name == "recrawl" and not rules_file.exists():
                 continue
+            report_path = Path(tempfile.mkdtemp()) / "report.json"
+            if "ADDONS" in settings:
+                settings = {**settings, "NEARDUP_REPORT_FILE": str(report_path)}
             stats = crawl(sites, settings, cap, **extra)
+            saved_by_host: dict[str, int] = {}
+            if report_path.exists():
+                section = json.loads(report_path.read_text()).get("url_rules", {})
+                saved_by_host = {h["host"]: h["saved"] for h in section.get("hosts", [])}
             score = sites.score()
             if args.logs:
                 Path(args.logs).mkdir(parents=True, exist_ok=True)
@@ -283,6 +290,9 @@ def main() -> None:
                 "explored": stats.get("neardup/predicted/explored", 0),
                 "rescheduled": stats.get("neardup/predicted/rescheduled", 0),
                 "control_requests": score.get("control", {}).get("requests", 0),
+                "control_skipped": sum(
+                    saved_by_host.get(h, 0) for h in getattr(sites.sites.get("control"), "hosts", [])
+                ),
                 "sites": {
                     n: {
                         "requests": s["requests"],
@@ -300,7 +310,7 @@ def main() -> None:
                 f"{name:14} requests {requests:6d} ({row['per_document']:.2f} per document)  reached "
                 f"{row['reached']:4d}/{total}  lost {lost:3d}  duplicate downloads {row['duplicates']:5d}  "
                 f"skipped {row['skipped']:5d}  explored {row['explored']:4d}  "
-                f"rescheduled {row['rescheduled']:4d}",
+                f"rescheduled {row['rescheduled']:4d}  control skipped {row['control_skipped']}",
                 flush=True,
             )
             for n, s in row["sites"].items():

@@ -61,7 +61,7 @@ def test_session_parameter_is_learnt_from_enough_documents() -> None:
     assert not learner.valid_rules("a.test"), "5 documents are fewer than the support needed"
     _feed(learner, _session_views(rng, docs=8)[5:8] + _session_views(rng, docs=8)[13:16])
     assert Rule("value", "", "sid") in learner.valid_rules("a.test")
-    host, key, used = learner.canonical(f"{HOST}/article/3?sid=fresh") or ("", "", ())
+    _host, key, used = learner.canonical(f"{HOST}/article/3?sid=fresh") or ("", "", ())
     assert key == learner.canonical(f"{HOST}/article/3?sid=other")[1]  # type: ignore[index]
     assert used
 

@@ -42,9 +42,7 @@ def test_predicted_duplicates_are_skipped_and_no_document_is_lost(worker: str, t
     try:
         stats, score, missing = _crawl(sites, settings)
         # a recrawl with the saved rules saves from its first requests
-        again, score2, missing2 = _crawl(
-            sites, {**settings, "NEARDUP_REPORT_FILE": None}
-        )
+        again, score2, missing2 = _crawl(sites, {**settings, "NEARDUP_REPORT_FILE": None})
         hosts = {name: site.hosts for name, site in sites.sites.items()}
         documents = sites.documents()
     finally:
@@ -119,3 +117,34 @@ def test_a_paused_crawl_keeps_its_skipped_requests(tmp_path: Path) -> None:
         sites.close()
     assert reached == universe, sorted(universe - reached)
     assert second.get("neardup/skipped/predicted", 0) > 0
+
+
+@pytest.mark.redis
+def test_processes_sharing_a_redis_index_share_their_rules(redis_url: tuple[str, str]) -> None:
+    """The rules a crawl learnt are in the shared index: a second crawler process on the same index
+    (here, the next crawl) skips from its first requests, and the report lists them."""
+    url, prefix = redis_url
+    settings = {
+        **PLUGIN,
+        "NEARDUP_STORAGE": "redis",
+        "NEARDUP_REDIS_URL": url,
+        "NEARDUP_REDIS_PREFIX": prefix,
+        "NEARDUP_URL_RULES_MIN_SUPPORT": 4,
+    }
+    sites = bench.Sites(18, names=["sessions"], seed=9)
+    try:
+        bench.crawl(sites, settings, cap=3000)
+        first = sites.score()["sessions"]
+        second_stats = bench.crawl(sites, settings, cap=3000)
+        second = sites.score()["sessions"]
+        missing = sites.sites["sessions"].documents() - second["reached"]
+    finally:
+        sites.close()
+    assert not missing
+    assert second_stats["neardup/skipped/predicted"] > 0
+    assert second["duplicates"] < first["duplicates"]
+
+    import redis
+
+    client = redis.Redis.from_url(url)
+    assert len(client.hgetall(f"{prefix}:urlrules")) == 2  # one state per crawler process
