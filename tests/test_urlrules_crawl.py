@@ -148,3 +148,28 @@ def test_processes_sharing_a_redis_index_share_their_rules(redis_url: tuple[str,
 
     client = redis.Redis.from_url(url)
     assert len(client.hgetall(f"{prefix}:urlrules")) == 2  # one state per crawler process
+
+
+@pytest.mark.parametrize(
+    ("skipped", "rescheduled", "fails"), [(100, 30, True), (100, 10, False), (10, 9, False), (0, 0, False)]
+)
+def test_spidermon_check_of_requests_scheduled_again(skipped: int, rescheduled: int, fails: bool) -> None:
+    """The monitor fails when too many skipped requests had to be scheduled again (the rules keep
+    changing their mind); below NEARDUP_MONITOR_MIN_PAGES skipped requests it passes."""
+    from types import SimpleNamespace
+
+    from scrapy.settings import Settings
+
+    from neardup_scrapy.monitors import NeardupMonitor
+
+    monitor = NeardupMonitor("test_predicted_rescheduled")
+    crawler = SimpleNamespace(settings=Settings({"NEARDUP_MONITOR_MAX_RESCHEDULED_SHARE": 0.2}))
+    stats = {"neardup/skipped/predicted": skipped, "neardup/predicted/rescheduled": rescheduled}
+    monitor.data = SimpleNamespace(stats=stats, crawler=crawler)
+    if fails:
+        with pytest.raises(
+            AssertionError, match=r"rescheduled share 30\.0%.*NEARDUP_MONITOR_MAX_RESCHEDULED_SHARE"
+        ):
+            monitor.test_predicted_rescheduled()
+    else:
+        monitor.test_predicted_rescheduled()
