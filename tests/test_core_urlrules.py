@@ -260,3 +260,12 @@ def test_the_report_lists_the_rules_saved_with_the_index() -> None:
     assert any(line.startswith("  url rules:") for line in format_summary(report))
     empty = NearDupDetector().report()["url_rules"]
     assert empty["hosts"] == [] and "No duplicate-url rule" in render_html({**report, "url_rules": empty})
+
+
+def test_redirects_and_canonical_links_are_witnesses_never_counter_examples() -> None:
+    learner = UrlRuleLearner(min_support=3)
+    for d in range(3):
+        learner.observe_same(f"{HOST}/Doc/{d}", f"{HOST}/doc/{d}")  # a redirect to the lower-case form
+    assert Rule("case") in learner.valid_rules("a.test")
+    learner.observe_same(f"{HOST}/", f"{HOST}/about")  # a bogus canonical: nothing to learn, nothing refuted
+    assert Rule("case") in learner.valid_rules("a.test")
