@@ -38,8 +38,6 @@ RULES_FORMAT = "neardup-url-rules/1"
 _MEMBERS = 8
 #: Differences a witness pair may have (more tell nothing about any one of them).
 _MAX_DIFFERENCES = 4
-#: Entries kept per key of a candidate's index (enough to see two documents meet there).
-_ENTRIES = 4
 #: Rules for single addresses made per host at most.
 _ADDRESS_RULES = 1000
 #: Cap of the report's lists.
