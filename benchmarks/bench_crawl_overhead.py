@@ -145,6 +145,7 @@ def run_one(
     concurrency: int,
     neardup_settings: dict[str, str],
     baseline: dict[str, str] | None = None,
+    callgrind: bool = False,
 ) -> dict[str, float]:
     if not plugin and baseline is not None:
         plugin, neardup_settings = True, {**neardup_settings, **baseline}
@@ -158,18 +159,26 @@ def run_one(
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "bench_spider.py"  # a file: Scrapy reads callbacks' source
         script.write_text(SPIDER)
+        counts = Path(tmp) / "callgrind.out"
+        tool = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={counts}"] if callgrind else []
         proc = subprocess.run(
-            [sys.executable, str(script), json.dumps(spec)],
+            [*tool, sys.executable, str(script), json.dumps(spec)],
             capture_output=True,
             text=True,
             cwd=tmp,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
             check=False,
         )
+        instructions = 0
+        if callgrind and counts.exists():
+            for line in counts.read_text(errors="replace").splitlines():
+                if line.startswith(("summary:", "totals:")):
+                    instructions = int(line.split()[1])
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
             result: dict[str, float] = json.loads(line[7:])
             result["rate"] = result["pages"] / result["elapsed"] if result["elapsed"] else 0.0
+            result["instructions"] = instructions
             return result
     raise SystemExit(f"crawl failed:\n{proc.stdout}\n{proc.stderr[-3000:]}")
 
@@ -199,6 +208,12 @@ def main() -> None:
         metavar="NAME=VALUE",
         help="run the baseline with the plugin and this NEARDUP_* setting (e.g. URL_RULES=False)",
     )
+    parser.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="run each crawl under valgrind --tool=callgrind and compare the crawl process's "
+        "instructions per page (slow: use --pages 300; unmoved by other work on the machine)",
+    )
     args = parser.parse_args()
 
     def named(items: list[str]) -> dict[str, str]:
@@ -225,7 +240,9 @@ def main() -> None:
             order = [False, True] if round_no % 2 == 0 else [True, False]
             results = {}
             for plugin in order:
-                results[plugin] = run_one(proxy, start, plugin, args.concurrency, neardup_settings, baseline)
+                results[plugin] = run_one(
+                    proxy, start, plugin, args.concurrency, neardup_settings, baseline, args.callgrind
+                )
             base, with_plugin = results[False], results[True]
             ratio = with_plugin["rate"] / base["rate"]
             ratios.append(ratio)
@@ -233,6 +250,14 @@ def main() -> None:
             # sensitive than wall time to other work on a shared machine
             cpu_ratio = (base["cpu"] / base["pages"]) / (with_plugin["cpu"] / with_plugin["pages"])
             cpu_ratios.append(cpu_ratio)
+            if args.callgrind:
+                per_page = [r["instructions"] / r["pages"] for r in (base, with_plugin)]
+                cpu_ratio = per_page[0] / per_page[1]
+                cpu_ratios[-1] = cpu_ratio
+                print(
+                    f"instructions per page of the crawl process: without {per_page[0]:,.0f}, "
+                    f"with {per_page[1]:,.0f}"
+                )
             print(
                 f"round {round_no + 1}: without {base['rate']:7.1f} pages/s ({base['pages']:.0f} pages)   "
                 f"with {with_plugin['rate']:7.1f} pages/s ({with_plugin['pages']:.0f} pages, "
@@ -247,7 +272,8 @@ def main() -> None:
         "OK (aim >= 0.95 met)" if median >= 0.95 else "OK" if median >= 0.90 else "BELOW the 0.90 requirement"
     )
     print(f"throughput ratio with/without neardup (median of {len(ratios)}): {median:.3f}  {verdict}")
-    print(f"crawl CPU per page, without / with (median): {statistics.median(cpu_ratios):.3f}")
+    what = "instructions" if args.callgrind else "CPU"
+    print(f"crawl {what} per page, without / with (median): {statistics.median(cpu_ratios):.3f}")
 
 
 if __name__ == "__main__":
