@@ -105,7 +105,6 @@ class NeardupMonitor(Monitor):  # type: ignore[misc]
             ),
         )
 
-
     @monitors.name("predicted duplicates rescheduled")  # type: ignore[untyped-decorator]
     def test_predicted_rescheduled(self) -> None:
         """Skipped requests scheduled again (a rule withdrawn, or the page they named never came)

@@ -442,7 +442,7 @@ def _url_rules_section(report: Mapping[str, Any]) -> str:
                 f'<tr><td class="url">{_e(_fmt.clip(_str(h.get("host")), 200))}</td>'
                 f"<td>{_e(_str(r.get('text')))}</td><td>{'valid' if r.get('valid') else 'candidate'}</td>"
                 f"{_num_cell(r.get('support'))}{_num_cell(r.get('counter_examples'))}"
-                f"{_num_cell(r.get('saved'))}<td class=\"url\">{example}</td></tr>"
+                f'{_num_cell(r.get("saved"))}<td class="url">{example}</td></tr>'
             )
     if not rows:
         body = '<p class="note">No duplicate-url rule was learnt.</p>'
