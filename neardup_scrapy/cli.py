@@ -369,7 +369,7 @@ class ScanStats:
     kept: int = 0
     written: int = 0
     blank: int = 0
-    url_rules: UrlRuleLearner = field(default_factory=_url_rule_learner)
+    url_rules: UrlRuleLearner | None = None
 
 
 def _skipped_tag(reason: str, number: int | None) -> dict[str, Any]:
@@ -512,7 +512,8 @@ def _run_scan(args: argparse.Namespace) -> int:
     try:
         # the report lists the duplicate-url rules the input's urls show (NEARDUP_URL_RULES_FILE
         # loads such a report for a crawl)
-        detector.exchange_url_rules("scan", json.dumps(stats.url_rules.state()).encode("utf-8"))
+        if stats.url_rules is not None:
+            detector.exchange_url_rules("scan", json.dumps(stats.url_rules.state()).encode("utf-8"))
         report = detector.report()
         if args.report:
             _write_text(args.report, report_json(report))
@@ -624,6 +625,8 @@ def _scan_loop(  # noqa: PLR0917
 
     dumps = json.dumps
     check = detector.check_analysis
+    if stats.url_rules is None:  # made here, inside the scan's handling of Ctrl-C
+        stats.url_rules = _url_rule_learner()
     rules = stats.url_rules
     write = out.write if out is not None else None
     verbose = args.verbose
