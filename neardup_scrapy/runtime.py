@@ -645,7 +645,17 @@ class NeardupRuntime:
             self._sync_mirrors()
         if prefix == "neardup/":
             for listener in self._page_listeners:
-                listener(verdict)
+                try:
+                    listener(verdict)
+                except Exception as exc:  # a listener's bug must not change the page's verdict
+                    self.errors += 1
+                    if self.errors <= MAX_ERROR_LOGS:
+                        logger.warning(
+                            "neardup: unexpected error after checking %s (the verdict stands): %r",
+                            redact_url(verdict.url),
+                            exc,
+                            exc_info=exc if self.errors == 1 else None,
+                        )
         if self.config.debug:
             logger.debug(
                 "neardup %s: %s (%s)%s",

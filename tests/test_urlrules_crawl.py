@@ -173,3 +173,23 @@ def test_spidermon_check_of_requests_scheduled_again(skipped: int, rescheduled: 
             monitor.test_predicted_rescheduled()
     else:
         monitor.test_predicted_rescheduled()
+
+
+def test_an_error_while_learning_never_changes_a_verdict(caplog: pytest.LogCaptureFixture) -> None:
+    from neardup_scrapy.core import Verdict
+
+    crawler = get_crawler(settings_dict={"NEARDUP_WORKER": "inline"})
+    runtime = NeardupRuntime.of(crawler)
+    middleware = NeardupUrlRulesMiddleware.from_crawler(crawler)
+
+    def broken(url: str, cluster: str) -> None:
+        raise RuntimeError("learner bug")
+
+    middleware.learner.observe = broken  # type: ignore[method-assign]
+    try:
+        verdict = runtime.check("http://a.test/p", text="some words " * 20)
+        assert verdict.status == "unique"
+        assert "learner bug" in caplog.text
+        assert isinstance(verdict, Verdict)
+    finally:
+        runtime.close()
