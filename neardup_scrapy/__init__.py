@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     )
     from .pipelines import DuplicateItem, NeardupPipeline
     from .runtime import NeardupStorageError
+    from .urlrules import NeardupUrlRulesMiddleware, PredictedDuplicate
 
 __all__ = [
     "Addon",
@@ -39,6 +40,8 @@ __all__ = [
     "NeardupSettingsError",
     "NeardupSpiderMiddleware",
     "NeardupStorageError",
+    "NeardupUrlRulesMiddleware",
+    "PredictedDuplicate",
     "__version__",
 ]
 
@@ -54,6 +57,8 @@ _EXPORTS = {
     "DuplicateItem": "pipelines",
     "NeardupPipeline": "pipelines",
     "NeardupStorageError": "runtime",
+    "NeardupUrlRulesMiddleware": "urlrules",
+    "PredictedDuplicate": "urlrules",
 }
 
 

@@ -3,7 +3,10 @@
 Components the project already lists (even with another priority, or ``None`` to disable one)
 are left as they are, so the user's settings win. The equivalent manual configuration is::
 
-    DOWNLOADER_MIDDLEWARES = {"neardup_scrapy.NeardupDownloaderMiddleware": 540}
+    DOWNLOADER_MIDDLEWARES = {
+        "neardup_scrapy.NeardupDownloaderMiddleware": 540,
+        "neardup_scrapy.NeardupUrlRulesMiddleware": 530,  # duplicate-url rules
+    }
     SPIDER_MIDDLEWARES = {"neardup_scrapy.NeardupSpiderMiddleware": 100}
     ITEM_PIPELINES = {"neardup_scrapy.NeardupPipeline": 200}   # only acts with NEARDUP_ITEM_FIELDS
     EXTENSIONS = {"neardup_scrapy.NeardupExtension": 100}
@@ -16,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .extension import NeardupExtension
 from .middlewares import NeardupDownloaderMiddleware, NeardupSpiderMiddleware
 from .pipelines import NeardupPipeline
+from .urlrules import NeardupUrlRulesMiddleware
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -25,6 +29,7 @@ __all__ = ["COMPONENTS", "Addon"]
 #: (setting, component, priority) enabled by the add-on.
 COMPONENTS: tuple[tuple[str, type, int], ...] = (
     ("DOWNLOADER_MIDDLEWARES", NeardupDownloaderMiddleware, 540),
+    ("DOWNLOADER_MIDDLEWARES", NeardupUrlRulesMiddleware, 530),
     ("SPIDER_MIDDLEWARES", NeardupSpiderMiddleware, 100),
     ("ITEM_PIPELINES", NeardupPipeline, 200),
     ("EXTENSIONS", NeardupExtension, 100),

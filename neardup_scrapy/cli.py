@@ -46,9 +46,12 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any, BinaryIO
+from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 from .progress import Progress
+
+if TYPE_CHECKING:
+    from .core.urlrules import UrlRuleLearner
 
 EXIT_OK = 0
 EXIT_MALFORMED = 1
@@ -423,6 +426,12 @@ def plural(count: int, word: str, words: str | None = None) -> str:
 # -- scan --------------------------------------------------------------------------------------
 
 
+def _url_rule_learner() -> UrlRuleLearner:
+    from .core.urlrules import UrlRuleLearner
+
+    return UrlRuleLearner()
+
+
 @dataclass
 class ScanStats:
     """What a scan read and did.
@@ -436,6 +445,7 @@ class ScanStats:
         reasons: records not checked, by reason (defects and non-pages alike).
         kept: records whose existing ``neardup`` key was kept (no ``--retag``).
         written: records written to OUTPUT.
+        url_rules: the duplicate-url rules learnt from the pages' urls and verdicts.
     """
 
     records: int = 0
@@ -447,6 +457,7 @@ class ScanStats:
     kept: int = 0
     written: int = 0
     blank: int = 0
+    url_rules: UrlRuleLearner | None = None
 
 
 def _skipped_tag(reason: str, number: int | None) -> dict[str, Any]:
@@ -588,6 +599,10 @@ def _run_scan(args: argparse.Namespace) -> int:
 
     written: list[str] = [name for name in (out_name,) if name]
     try:
+        # the report lists the duplicate-url rules the input's urls show (NEARDUP_URL_RULES_FILE
+        # loads such a report for a crawl)
+        if stats.url_rules is not None:
+            detector.exchange_url_rules("scan", json.dumps(stats.url_rules.state()).encode("utf-8"))
         report = detector.report()
         if args.report:
             _write_text(args.report, report_json(report))
@@ -710,6 +725,9 @@ def _scan_loop(  # noqa: PLR0917
 
     dumps = json.dumps
     check = detector.check_analysis
+    if stats.url_rules is None:  # made here, inside the scan's handling of Ctrl-C
+        stats.url_rules = _url_rule_learner()
+    rules = stats.url_rules
     write = out.write if out is not None else None
     verbose = args.verbose
     retag = args.retag
@@ -759,6 +777,10 @@ def _scan_loop(  # noqa: PLR0917
                 waiting.clear()
             verdict = check(record.url, analysis, nbytes=record.nbytes)
             stats.pages += 1
+            if verdict.cluster:
+                rules.observe(verdict.url, verdict.cluster)
+                if verdict.canonical and verdict.canonical != verdict.url:
+                    rules.observe_same(verdict.url, verdict.canonical)
             if verdict.status in ("exact", "near"):
                 stats.duplicates += 1
                 if verbose:

@@ -84,12 +84,15 @@ class MonitorThresholds:
         max_skipped_share: skipped / all pages above which it fails.
         max_storage_errors: storage errors above which it fails.
         min_pages: fewer pages than this: the share checks pass (too few to judge).
+        max_rescheduled_share: skipped requests scheduled again (their rule was withdrawn, or the
+            page they named never came) over requests skipped, above which it fails.
     """
 
     max_duplicate_share: float = 0.5
     max_skipped_share: float = 0.5
     max_storage_errors: int = 0
     min_pages: int = 20
+    max_rescheduled_share: float = 0.2
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,11 @@ class NeardupConfig:
         pairs_file: ``NEARDUP_PAIRS_FILE``: every duplicate pair, written at close.
         warc_file: ``NEARDUP_WARC_FILE``: a WARC of the responses checked.
         monitor: the ``NEARDUP_MONITOR_*`` thresholds of :mod:`neardup_scrapy.monitors`.
+        url_rules: learn each host's duplicate-url rules and report them.
+        skip_predicted: do not download requests the rules predict to be duplicates.
+        url_rules_file: rules loaded at start (when the file exists) and written at close.
+        url_rules_min_support: independent witnesses a rule needs.
+        predicted_keep: skipped requests kept aside at most (to be scheduled again if needed).
     """
 
     enabled: bool = True
@@ -144,6 +152,11 @@ class NeardupConfig:
     pairs_file: str | None = None
     warc_file: str | None = None
     monitor: MonitorThresholds = dataclasses.field(default_factory=MonitorThresholds)
+    url_rules: bool = True
+    skip_predicted: bool = False
+    url_rules_file: str | None = None
+    url_rules_min_support: int = 6
+    predicted_keep: int = 100_000
 
     @property
     def drop(self) -> bool:
@@ -379,7 +392,30 @@ def parse_settings(settings: BaseSettings, spider_name: str | None = None) -> Ne
         pairs_file=read.optional_str("NEARDUP_PAIRS_FILE", "a file path or None"),
         warc_file=read.optional_str("NEARDUP_WARC_FILE", "a file path or None"),
         monitor=_monitor(read),
+        **_url_rules(read),
     )
+
+
+def _url_rules(read: _Reader) -> dict[str, Any]:
+    from .core.urlrules import DEFAULT_MIN_SUPPORT
+
+    learn = read.get_bool("NEARDUP_URL_RULES", True)
+    skip = read.get_bool("NEARDUP_SKIP_PREDICTED", False)
+    if skip and not learn:
+        raise NeardupSettingsError(
+            "NEARDUP_SKIP_PREDICTED",
+            read.raw("NEARDUP_SKIP_PREDICTED"),
+            "False while NEARDUP_URL_RULES = False",
+        )
+    return {
+        "url_rules": learn,
+        "skip_predicted": skip,
+        "url_rules_file": read.optional_str("NEARDUP_URL_RULES_FILE", "a file path or None"),
+        "url_rules_min_support": read.get_int(
+            "NEARDUP_URL_RULES_MIN_SUPPORT", DEFAULT_MIN_SUPPORT, "an integer >= 1", 1
+        ),
+        "predicted_keep": read.get_int("NEARDUP_PREDICTED_KEEP", 100_000, "an integer >= 0", 0),
+    }
 
 
 def _share(read: _Reader, name: str, default: float) -> float:
@@ -398,4 +434,7 @@ def _monitor(read: _Reader) -> MonitorThresholds:
             "NEARDUP_MONITOR_MAX_STORAGE_ERRORS", default.max_storage_errors, "an integer >= 0", 0
         ),
         min_pages=read.get_int("NEARDUP_MONITOR_MIN_PAGES", default.min_pages, "an integer >= 0", 0),
+        max_rescheduled_share=_share(
+            read, "NEARDUP_MONITOR_MAX_RESCHEDULED_SHARE", default.max_rescheduled_share
+        ),
     )

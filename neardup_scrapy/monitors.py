@@ -105,6 +105,24 @@ class NeardupMonitor(Monitor):  # type: ignore[misc]
             ),
         )
 
+    @monitors.name("predicted duplicates rescheduled")  # type: ignore[untyped-decorator]
+    def test_predicted_rescheduled(self) -> None:
+        """Skipped requests scheduled again (a rule withdrawn, or the page they named never came)
+        over requests skipped, at most NEARDUP_MONITOR_MAX_RESCHEDULED_SHARE: a higher share means
+        the duplicate-url rules keep changing their mind, and bandwidth goes to fetching twice."""
+        stats = self.data.stats
+        limits = _thresholds(self.data.crawler)
+        skipped = int(stats.get("neardup/skipped/predicted", 0))
+        rescheduled = int(stats.get("neardup/predicted/rescheduled", 0))
+        if skipped >= limits.min_pages and skipped > 0:
+            self._assert_share(
+                rescheduled,
+                skipped,
+                limits.max_rescheduled_share,
+                "NEARDUP_MONITOR_MAX_RESCHEDULED_SHARE",
+                ("rescheduled", "requests skipped as predicted duplicates"),
+            )
+
 
 class NeardupMonitorFailed(Action):  # type: ignore[misc]
     """Counts the failed checks in the ``neardup/monitor/failed`` stat."""

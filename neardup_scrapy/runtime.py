@@ -111,6 +111,12 @@ KNOWN_SETTINGS = frozenset(
         "MONITOR_MAX_SKIPPED_SHARE",
         "MONITOR_MAX_STORAGE_ERRORS",
         "MONITOR_MIN_PAGES",
+        "MONITOR_MAX_RESCHEDULED_SHARE",
+        "URL_RULES",
+        "SKIP_PREDICTED",
+        "URL_RULES_FILE",
+        "URL_RULES_MIN_SUPPORT",
+        "PREDICTED_KEEP",
     )
 )
 
@@ -216,6 +222,7 @@ class NeardupRuntime:
         self._outage_unchecked = 0
         self._logged_first_duplicate = False
         self._finalizers: list[Callable[[NeardupRuntime, str], None]] = []
+        self._page_listeners: list[Callable[[Verdict], None]] = []
         self._closed = False
         self._thread: CheckThread | None = None
         self._thread_mirrors_version = -1
@@ -638,6 +645,19 @@ class NeardupRuntime:
             stats.inc_value(f"{prefix}skipped/{reason_key(verdict.reason)}")
         elif prefix == "neardup/" and self.detector is not None and self._thread is None:
             self._sync_mirrors()
+        if prefix == "neardup/":
+            for listener in self._page_listeners:
+                try:
+                    listener(verdict)
+                except Exception as exc:  # a listener's bug must not change the page's verdict
+                    self.errors += 1
+                    if self.errors <= MAX_ERROR_LOGS:
+                        logger.warning(
+                            "neardup: unexpected error after checking %s (the verdict stands): %r",
+                            redact_url(verdict.url),
+                            exc,
+                            exc_info=exc if self.errors == 1 else None,
+                        )
         if self.config.debug:
             logger.debug(
                 "neardup %s: %s (%s)%s",
@@ -776,9 +796,64 @@ class NeardupRuntime:
             engine.close_spider(self.crawler.spider, reason)
 
     # -- closing ---------------------------------------------------------------------------------
-    def on_close(self, finalizer: Callable[[NeardupRuntime, str], None]) -> None:
-        """Run ``finalizer(runtime, reason)`` at spider close, before the index is closed."""
-        self._finalizers.append(finalizer)
+    def on_close(self, finalizer: Callable[[NeardupRuntime, str], None], *, first: bool = False) -> None:
+        """Run ``finalizer(runtime, reason)`` at spider close, before the index is closed
+        (``first``: before the finalizers added so far, e.g. to save state the report reads)."""
+        if first:
+            self._finalizers.insert(0, finalizer)
+        else:
+            self._finalizers.append(finalizer)
+
+    def on_page(self, listener: Callable[[Verdict], None]) -> None:
+        """Call ``listener(verdict)`` with every page's verdict as it is counted (any status)."""
+        self._page_listeners.append(listener)
+
+    def url_rules(
+        self, writer: str, state: bytes | None, callback: Callable[[list[bytes] | None], None] | None = None
+    ) -> list[bytes] | None:
+        """Save this process's duplicate-url rules with the index and read every other
+        writer's (see :meth:`~neardup_scrapy.core.NearDupDetector.exchange_url_rules`).
+
+        Without ``callback`` the call is made here and returns the states (``None`` when the
+        store failed: rules are not worth stopping a crawl for; logged at DEBUG). With one, it
+        is made where the index lives (the worker, the check thread) and ``callback`` gets them
+        in the reactor's thread.
+        """
+        if callback is None:
+            try:
+                if self.worker is not None:
+                    result: list[bytes] = self._live_worker(now=True).call_sync(
+                        "url_rules", (writer, state), REPORT_TIMEOUT
+                    )
+                    return result
+                assert self.detector is not None
+                self._on_thread_idle()
+                return self.detector.exchange_url_rules(writer, state)
+            except Exception as exc:
+                logger.debug("neardup: cannot exchange the url rules with the index: %s", exc)
+                return None
+        if self.worker is not None:
+            worker = self._live_worker()
+
+            def done(ok: bool, result: Any) -> None:
+                callback(result if ok else None)
+
+            if worker.threaded:
+                from twisted.internet import reactor
+
+                worker.call("url_rules", (writer, state), lambda ok, r: reactor.callFromThread(done, ok, r))
+            else:
+                worker.call("url_rules", (writer, state), done)
+            return None
+        thread = self._check_thread()
+        detector = self.detector
+        if thread is None or detector is None:
+            callback(self.url_rules(writer, state))
+            return None
+        thread.submit(detector.exchange_url_rules, writer, state).addCallbacks(
+            callback, lambda _f: callback(None)
+        )
+        return None
 
     def report(self, **caps: int) -> dict[str, Any]:
         """The detector's report with ``totals.dropped`` and ``totals.storage_errors`` filled in."""

@@ -592,6 +592,8 @@ def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
                 unflushed = True
             elif op == "report":
                 result = call_patiently(partial(detector.report, **payload), CLOSE_PATIENCE, "the report")
+            elif op == "url_rules":
+                result = detector.exchange_url_rules(*payload)
             elif op == "export":
                 from .core.exports import cluster_rows
 

@@ -211,6 +211,7 @@ def test_addon_and_components_have_readable_names() -> None:
 
 
 DOWNLOADER_PATH = "neardup_scrapy.middlewares.NeardupDownloaderMiddleware"
+RULES_PATH = "neardup_scrapy.urlrules.NeardupUrlRulesMiddleware"
 
 
 def test_addon_enables_components_and_user_settings_win() -> None:
@@ -218,20 +219,20 @@ def test_addon_enables_components_and_user_settings_win() -> None:
     settings["SPIDER_MIDDLEWARES"] = {"neardup_scrapy.middlewares.NeardupSpiderMiddleware": None}
     Addon().update_settings(settings)
     downloader = settings.getdict("DOWNLOADER_MIDDLEWARES")
-    assert list(downloader.values()) == [560]
+    assert list(downloader.values()) == [560, 530]
     assert list(settings.getdict("SPIDER_MIDDLEWARES").values()) == [None]
     assert settings.getdict("ITEM_PIPELINES") == {"neardup_scrapy.pipelines.NeardupPipeline": 200}
     assert settings.getdict("EXTENSIONS") == {"neardup_scrapy.extension.NeardupExtension": 100}
 
     fresh = Settings()
     Addon().update_settings(fresh)
-    assert fresh.getdict("DOWNLOADER_MIDDLEWARES") == {DOWNLOADER_PATH: 540}
+    assert fresh.getdict("DOWNLOADER_MIDDLEWARES") == {DOWNLOADER_PATH: 540, RULES_PATH: 530}
     assert fresh.getdict("SPIDER_MIDDLEWARES") == {"neardup_scrapy.middlewares.NeardupSpiderMiddleware": 100}
 
 
 def test_addon_through_a_crawler() -> None:
     crawler = get_crawler(NamedSpider, {"ADDONS": {"neardup_scrapy.Addon": 100}})
-    assert crawler.settings.getdict("DOWNLOADER_MIDDLEWARES") == {DOWNLOADER_PATH: 540}
+    assert crawler.settings.getdict("DOWNLOADER_MIDDLEWARES") == {DOWNLOADER_PATH: 540, RULES_PATH: 530}
 
 
 def test_core_imports_without_scrapy() -> None:

@@ -562,3 +562,22 @@ def test_exports_list_every_page_when_ids_have_gaps(kind: str, make_store: Facto
     assert [p["url"] for p in pair_rows(rows)] == ["http://127.0.0.2/dup-b"]
     report_hist, _ = store.clusters(10, 10)
     assert report_hist == {2: 1}
+
+
+def test_url_rules_are_kept_per_writer_and_shared(kind: str, make_store: Factory) -> None:
+    """Every store keeps each process's url rules with the index; a writer replaces its own; a
+    second client of the same index (a shared or reopened store) reads them all."""
+    store = make_store()
+    store.open(SIGNATURE)
+    assert store.url_rules() == {}
+    store.save_url_rules("w1", b'{"a": 1}')
+    store.save_url_rules("w2", b'{"b": 2}')
+    store.save_url_rules("w1", b'{"a": 3}')
+    assert store.url_rules() == {"w1": b'{"a": 3}', "w2": b'{"b": 2}'}
+    if kind == "memory":
+        return
+    if kind == "disk":
+        store.close()
+    other = make_store()
+    other.open(SIGNATURE)
+    assert other.url_rules() == {"w1": b'{"a": 3}', "w2": b'{"b": 2}'}

@@ -28,6 +28,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urljoin
 
 import numpy as np
 
@@ -309,6 +310,13 @@ class NearDupDetector:
             storage_errors=storage_errors,
         )
 
+    def exchange_url_rules(self, writer: str, state: bytes | None) -> list[bytes]:
+        """Save one process's duplicate-url rules (``state``, when given) with the index under
+        ``writer``; returns the states every other writer saved (see :mod:`.urlrules`)."""
+        if state is not None:
+            self.storage.save_url_rules(writer, state)
+        return [blob for name, blob in sorted(self.storage.url_rules().items()) if name != writer]
+
     def close(self) -> None:
         """Close the store."""
         self.storage.close()
@@ -509,6 +517,7 @@ class NearDupDetector:
             tokens=sketch.tokens,
             exact_only=exact_only,
             doc_id=result.doc_id,
+            canonical=_canonical_link(url, sketch.canonical),
         )
 
     def _revisit(self, url: str, host: str, sketch: Sketch, match: _Match, exact_only: bool) -> Verdict:
@@ -529,6 +538,7 @@ class NearDupDetector:
             tokens=sketch.tokens,
             exact_only=exact_only,
             doc_id=match.root,
+            canonical=_canonical_link(url, sketch.canonical),
         )
 
     def _refresh_mirrors(self, force: bool = False) -> None:
@@ -811,6 +821,16 @@ class _Rows:
             self._docs[doc_id] = _Doc(
                 batch.urls[i], batch.hosts[i], similarity, dists[i], profiles[i], batch.signatures[i]
             )
+
+
+def _canonical_link(url: str, href: str) -> str | None:
+    """The absolute url of a ``<link rel=canonical>`` href (``None`` without one)."""
+    if not href:
+        return None
+    try:
+        return urljoin(url, href.strip())
+    except ValueError:
+        return None
 
 
 def _excerpt(text: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 from importlib import metadata
 from typing import Any
@@ -112,7 +113,39 @@ def build_report(
         "clusters": clusters,
         "mirrors": mirrors,
         "examples": examples,
+        "url_rules": url_rules_section(storage, max_hosts),
     }
+
+
+def url_rules_section(storage: IndexStorage, max_hosts: int) -> dict[str, Any]:
+    """The duplicate-url rules every process saved with the index, merged (see
+    :meth:`~neardup_scrapy.core.urlrules.UrlRuleLearner.summary`); a state that cannot be read
+    is left out."""
+    from .urlrules.learner import UrlRuleLearner
+    from .urlrules.rules import DEFAULT_MIN_SUPPORT
+
+    states = []
+    for blob in storage.url_rules().values():
+        try:
+            state = json.loads(blob)
+        except ValueError:
+            continue
+        if isinstance(state, dict):
+            states.append(state)
+    min_support = max(
+        (s.get("min_support", 0) for s in states if isinstance(s.get("min_support"), int)), default=0
+    )
+    learner = UrlRuleLearner(min_support=min_support or DEFAULT_MIN_SUPPORT)
+    try:
+        learner.load(states)
+    except ValueError:
+        learner.load([])
+    summary = learner.summary(max_hosts)
+    for host in summary["hosts"]:
+        for rule in host["rules"]:
+            for key in ("examples", "counter_example_urls"):
+                rule[key] = [[redact_url(u) for u in pair] for pair in rule[key]]
+    return summary
 
 
 def _redacted(page: dict[str, Any]) -> dict[str, Any]:

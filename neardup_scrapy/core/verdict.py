@@ -32,6 +32,7 @@ class Verdict:
         exact_only: the page had fewer than ``min_tokens`` tokens and was matched exactly only
             (or as another view of its own address: verification rule 6).
         doc_id: position of the page in the index (``None`` when skipped or not stored).
+        canonical: the absolute url of the page's ``<link rel=canonical>``, if it has one.
     """
 
     url: str
@@ -48,6 +49,7 @@ class Verdict:
     tokens: int = 0
     exact_only: bool = False
     doc_id: int | None = None
+    canonical: str | None = None
 
     @property
     def is_duplicate(self) -> bool:

@@ -464,6 +464,42 @@ def _mirrors_section(report: Mapping[str, Any]) -> str:
     )
 
 
+def _url_rules_section(report: Mapping[str, Any]) -> str:
+    """Each host's duplicate-url rules: the rule, its support, counter-examples, requests saved."""
+    section = _map(report.get("url_rules"))
+    hosts = _list(section.get("hosts"))
+    if not section:
+        return ""
+    rows = []
+    for item in hosts[:MAX_MIRRORS]:
+        h = _map(item)
+        for rule_item in _list(h.get("rules"))[:20]:
+            r = _map(rule_item)
+            examples = _list(r.get("examples")) or _list(r.get("counter_example_urls"))
+            example = " = ".join(_url(u, 120) for u in _list(examples[0])) if examples else ""
+            rows.append(
+                f'<tr><td class="url">{_e(_fmt.clip(_str(h.get("host")), 200))}</td>'
+                f"<td>{_e(_str(r.get('text')))}</td><td>{'valid' if r.get('valid') else 'candidate'}</td>"
+                f"{_num_cell(r.get('support'))}{_num_cell(r.get('counter_examples'))}"
+                f'{_num_cell(r.get("saved"))}<td class="url">{example}</td></tr>'
+            )
+    if not rows:
+        body = '<p class="note">No duplicate-url rule was learnt.</p>'
+    else:
+        body = (
+            '<div class="scroll"><table class="sortable" id="url-rules-table"><thead><tr><th>host</th>'
+            '<th>rule</th><th>state</th><th class="num">support</th><th class="num">counter-examples</th>'
+            '<th class="num" aria-sort="descending">requests saved</th><th>example</th></tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table></div>"
+            f"{_more(len(hosts[:MAX_MIRRORS]), _fmt.as_int(section.get('hosts_total')), 'hosts')}"
+        )
+    return (
+        '<section id="url-rules"><h2>Duplicate-url rules</h2><p class="sub">Urls of a host that name one '
+        f"page, learnt from the crawl: {_fmt.count(section.get('valid'))} valid rules, "
+        f"{_fmt.count(section.get('saved'))} requests not downloaded.</p>{body}</section>"
+    )
+
+
 def _hosts_section(report: Mapping[str, Any]) -> str:
     hosts = _list(report.get("hosts"))
     total = max(_fmt.as_int(report.get("hosts_total")), len(hosts))
@@ -693,6 +729,7 @@ def render_html(report: Mapping[str, Any]) -> str:
             _top_hosts_section(report),
             "</div>",
             _mirrors_section(report),
+            _url_rules_section(report),
             _hosts_section(report),
             _clusters_section(report),
             _examples_section(report),

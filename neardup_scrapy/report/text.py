@@ -148,6 +148,13 @@ def format_summary(report: Mapping[str, Any], max_lines: int = 25) -> list[str]:
     sizes = _sizes_line(report)
     if sizes:
         lines.append(sizes)
+    rules = _map(report.get("url_rules"))
+    if _fmt.as_int(rules.get("valid")) or _fmt.as_int(rules.get("saved")):
+        lines.append(
+            f"  url rules: {_fmt.count(rules.get('valid'))} valid on "
+            f"{_fmt.plural(_fmt.as_int(rules.get('hosts_total')), 'host')}, "
+            f"{_fmt.plural(_fmt.as_int(rules.get('saved')), 'request')} not downloaded"
+        )
     errors = _fmt.as_int(totals.get("storage_errors"))
     if errors:
         lines.append(

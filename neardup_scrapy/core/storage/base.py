@@ -324,3 +324,11 @@ class IndexStorage(Protocol):
 
     def memory_bytes(self) -> int:
         """Bytes the store holds for its pages (approximate; for benchmarks and the report)."""
+
+    def save_url_rules(self, writer: str, state: bytes) -> None:
+        """Keep ``state`` -- one crawler process's evidence about duplicate-url rules
+        (:mod:`neardup_scrapy.core.urlrules`, JSON) -- under ``writer``, replacing what that
+        writer kept before; kept with the index, so processes sharing it share their rules."""
+
+    def url_rules(self) -> dict[str, bytes]:
+        """Every writer's state saved by :meth:`save_url_rules`."""

@@ -68,6 +68,7 @@ class MemoryStorage:
         self._similarity = Column(np.float16)
         self._hamming = Column(np.int8)
         self._added = Column(np.uint32)  # whole seconds since the epoch
+        self._url_rules: dict[str, bytes] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
     def open(self, signature: Mapping[str, Any]) -> None:
@@ -230,6 +231,14 @@ class MemoryStorage:
             describe=lambda ids: [(self._urls[i], self._host_at(i)) for i in ids],
             singletons=singletons,
         )
+
+    def save_url_rules(self, writer: str, state: bytes) -> None:
+        """Keep a process's duplicate-url rules with the index (in this process's memory)."""
+        self._url_rules[writer] = bytes(state)
+
+    def url_rules(self) -> dict[str, bytes]:
+        """Every writer's duplicate-url rules."""
+        return dict(self._url_rules)
 
     def memory_bytes(self) -> int:
         """Bytes held by the arrays of this store."""

@@ -938,6 +938,11 @@ class RedisClusterStorage(RedisStorage):
             out += self._pipeline(fill, what)
         return out
 
+    @property
+    def _url_rules_key(self) -> str:
+        """In the serialisation slot (``{prefix}:urlrules``): one small hash."""
+        return f"{self._base}:urlrules"
+
     def memory_bytes(self) -> int:
         """Approximate bytes held by this index over the cluster (sampled ``MEMORY USAGE``)."""
         client = self._client

@@ -1146,6 +1146,21 @@ class RedisStorage:
             singletons=singletons,
         )
 
+    @property
+    def _url_rules_key(self) -> str:
+        return f"{self.prefix}:urlrules"
+
+    def save_url_rules(self, writer: str, state: bytes) -> None:
+        """Keep a process's duplicate-url rules: field ``writer`` of hash ``<prefix>:urlrules``."""
+        client, key = self._client, self._url_rules_key
+        self._call(lambda: client.hset(key, writer, bytes(state)), "url rules")
+
+    def url_rules(self) -> dict[str, bytes]:
+        """Every writer's duplicate-url rules."""
+        client, key = self._client, self._url_rules_key
+        found = self._call(lambda: client.hgetall(key), "url rules")
+        return {(w.decode() if isinstance(w, bytes) else str(w)): bytes(v) for w, v in found.items()}
+
     def memory_bytes(self) -> int:
         """Approximate bytes held in Redis by this index (sampled ``MEMORY USAGE``)."""
         client = self._client

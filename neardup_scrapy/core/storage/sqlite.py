@@ -108,6 +108,7 @@ CREATE TABLE IF NOT EXISTS shared (host INTEGER NOT NULL, other INTEGER NOT NULL
     PRIMARY KEY (host, other)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS canonical (host INTEGER NOT NULL, other INTEGER NOT NULL, n INTEGER NOT NULL,
     PRIMARY KEY (host, other)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS url_rules (writer TEXT PRIMARY KEY, state BLOB NOT NULL) WITHOUT ROWID;
 """
 
 
@@ -695,6 +696,26 @@ class SQLiteStorage:
             describe=self._describe,
             singletons=singletons,
         )
+
+    def save_url_rules(self, writer: str, state: bytes) -> None:
+        """Keep a process's duplicate-url rules in the file (committed with the open batch)."""
+        db = self._require()
+        try:
+            if not db.in_transaction:
+                db.execute("BEGIN IMMEDIATE")
+            db.execute("INSERT OR REPLACE INTO url_rules VALUES (?, ?)", (writer, bytes(state)))
+            if self._pending == 0:
+                db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot save the url rules in {self.path}: {exc}") from exc
+
+    def url_rules(self) -> dict[str, bytes]:
+        """Every writer's duplicate-url rules."""
+        db = self._require()
+        try:
+            return {str(w): bytes(s) for w, s in db.execute("SELECT writer, state FROM url_rules")}
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot read the url rules in {self.path}: {exc}") from exc
 
     def memory_bytes(self) -> int:
         """Bytes of the database file and its WAL."""
