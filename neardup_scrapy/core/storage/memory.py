@@ -36,7 +36,7 @@ from .base import (
     rank_candidates,
 )
 from .members import cluster_member
-from .unionfind import all_roots, find_root
+from .unionfind import all_roots, find_root, origin_members
 
 
 class MemoryStorage:
@@ -162,6 +162,9 @@ class MemoryStorage:
         counts = self._host_counts.get(commit.host)
         if counts is None:
             counts = self._host_counts[commit.host] = HostCounts()
+        if commit.status == "revisit":
+            counts.revisits += 1
+            return CommitResult(doc_id=-1, host_pages=counts.pages)
         if commit.status == "skipped" or commit.record is None:
             counts.skipped += 1
             return CommitResult(doc_id=-1, host_pages=counts.pages)
@@ -201,6 +204,46 @@ class MemoryStorage:
             counts.duplicate_bytes += commit.nbytes
         return CommitResult(doc_id=doc_id, host_pages=counts.pages)
 
+    def promote(self, doc_id: int) -> bool:
+        """Make page ``doc_id`` its cluster's representative (see the protocol)."""
+        root = self._find(doc_id)
+        if root == doc_id:
+            return False
+        status = int(self._status[doc_id])
+        self._parents[doc_id] = doc_id
+        self._parents[root] = doc_id
+        self._status[root] = status
+        self._status[doc_id] = STATUS_CODES["unique"]
+        self._similarity[root] = self._similarity[doc_id]
+        self._hamming[root] = self._hamming[doc_id]
+        self._similarity[doc_id] = np.nan
+        self._hamming[doc_id] = -1
+        name = STATUS_NAMES[status]
+        if name != "unique":
+            promoted, demoted = (
+                self._host_counts[self._host_at(doc_id)],
+                self._host_counts[self._host_at(root)],
+            )
+            setattr(promoted, name, getattr(promoted, name) - 1)
+            promoted.unique += 1
+            demoted.unique -= 1
+            setattr(demoted, name, getattr(demoted, name) + 1)
+        self._ledger.rename(root, doc_id)
+        self._ledger.clear_dirty()
+        return True
+
+    def promote_origins(self, origins: Mapping[str, str]) -> int:
+        """Promote the origin's pages of clusters represented on a mirror (see the protocol)."""
+        codes = {
+            self._hosts[m]: self._hosts[o]
+            for m, o in origins.items()
+            if m in self._hosts and o in self._hosts
+        }
+        if not codes or not len(self):
+            return 0
+        chosen = origin_members(self._all_roots(), self._host_of.all().astype(np.int64), codes)
+        return sum(self.promote(doc) for doc in chosen)
+
     # -- lookups for reports ---------------------------------------------------------------------
     def url_of(self, doc_id: int) -> str:
         """Url of page ``doc_id``."""
@@ -236,6 +279,7 @@ class MemoryStorage:
         for root, size in zip(chosen.tolist(), sizes[multi][order].tolist(), strict=True):
             lo, hi = np.searchsorted(sorted_roots, [root, root + 1])
             members = by_root[lo:hi]
+            members = np.concatenate([[root], members[members != root]])  # the representative first
             hosts = sorted({self._host_names[int(self._host_of[int(m)])] for m in members[:1000].tolist()})
             rows = []
             for m in members[:max_members].tolist():

@@ -88,6 +88,7 @@ from .redis_store import (
     _LUA_MIRROR,
     _LUA_SHARDS,
     _STATUS_CHAR,
+    _UNIQUE_TAIL,
     RedisStorage,
     _bytes,
     _roots,
@@ -97,6 +98,7 @@ from .redis_store import (
     safe_url,
 )
 from .sqlite import summarize_clusters
+from .unionfind import origin_members
 
 logger = logging.getLogger(__name__)
 
@@ -311,9 +313,9 @@ end
 local done = replayed()
 if done then return reply(done) end
 local host, status = ARGV[5], ARGV[6]
-if status == 's' then
+if status == 's' or status == 'r' then
   if late() then return redis.error_reply('NEARDUP_LATE') end
-  redis.call('HINCRBY', HC, 's|' .. host, 1)
+  redis.call('HINCRBY', HC, status .. '|' .. host, 1)
   remember(-1)
   return reply(-1)
 end
@@ -382,6 +384,54 @@ return reply(doc)
 """
 )
 
+# A page becomes its cluster's representative (IndexStorage.promote), on {P}: the page table's
+# parents, the hosts' counters and the cluster's evidence key. The records' heads (other slots)
+# are swapped after, by _LUA_SET_TAIL.
+# ARGV: P, doc, its status code, doc, status code, ... -> doc, old root, ... for the docs that changed
+_LUA_PROMOTE_TABLE = (
+    _LUA_TABLE
+    + r"""
+local HC = P .. ':hc'
+local NAMES = {[0] = 'u', [1] = 'e', [2] = 'n'}
+local out = {}
+for i = 2, #ARGV - 1, 2 do
+  local doc, st = tonumber(ARGV[i]), NAMES[tonumber(ARGV[i + 1])] or 'u'
+  local root = find(doc)
+  if root >= 0 and root ~= doc then
+    local dkey, dat = entry(doc)
+    local rkey, rat = entry(root)
+    redis.call('SETRANGE', dkey, dat, struct.pack('<I4', doc + 1))
+    redis.call('SETRANGE', rkey, rat, struct.pack('<I4', doc + 1))
+    if st ~= 'u' then
+      local hd, hr = host_of(doc), host_of(root)
+      redis.call('HINCRBY', HC, st .. '|' .. hd, -1)
+      redis.call('HINCRBY', HC, 'u|' .. hd, 1)
+      redis.call('HINCRBY', HC, 'u|' .. hr, -1)
+      redis.call('HINCRBY', HC, st .. '|' .. hr, 1)
+    end
+    if redis.call('EXISTS', P .. ':ch:' .. root) == 1 then
+      redis.call('RENAME', P .. ':ch:' .. root, P .. ':ch:' .. doc)
+    end
+    out[#out + 1] = doc
+    out[#out + 1] = root
+  end
+end
+return out
+"""
+)
+
+# KEYS[1] a hash of records; ARGV: field, 4 bytes, ... -> bytes 4..7 of each record's head
+# (status, Hamming distance, similarity) replaced
+_LUA_SET_TAIL = r"""
+for i = 1, #ARGV - 1, 2 do
+  local rec = redis.call('HGET', KEYS[1], ARGV[i])
+  if rec and #rec >= 8 then
+    redis.call('HSET', KEYS[1], ARGV[i], string.sub(rec, 1, 4) .. ARGV[i + 1] .. string.sub(rec, 9))
+  end
+end
+return 1
+"""
+
 _SCRIPTS = {
     "group_read": _LUA_GROUP_READ,
     "group_add": _LUA_GROUP_ADD,
@@ -393,6 +443,8 @@ _SCRIPTS = {
     "mirror_tables": _LUA_MIRROR_TABLES,
     "commit": _LUA_COMMIT,
     "heads": _LUA_HEADS,
+    "promote": _LUA_PROMOTE_TABLE,
+    "set_tail": _LUA_SET_TAIL,
 }
 
 
@@ -648,7 +700,9 @@ class RedisClusterStorage(RedisStorage):
             written,
             struct.pack("<ii", doc, given),
             _bytes(commit.host),
-            _STATUS_CHAR["skipped" if skipped else commit.status],
+            _STATUS_CHAR[
+                commit.status if commit.status == "revisit" else "skipped" if skipped else commit.status
+            ],
             _bytes(commit.canonical_host or ""),
             int(commit.nbytes),
             unions,
@@ -836,6 +890,11 @@ class RedisClusterStorage(RedisStorage):
 
     def _page_table(self) -> tuple[I64Array, I64Array]:
         """``(ids, parents)`` of every committed page, from the page table."""
+        ids, parents, _ = self._page_table_hosts()
+        return ids, parents
+
+    def _page_table_hosts(self) -> tuple[I64Array, I64Array, I64Array]:
+        """``(ids, parents, host codes)`` of every committed page, from the page table."""
         total = int(self._call(lambda: self._client.hget(f"{self._base}:m", "next"), "clusters") or 0)
         chunks: list[bytes] = []
         step = 1 << 16
@@ -847,7 +906,61 @@ class RedisClusterStorage(RedisStorage):
             np.frombuffer(b"".join(chunks), dtype="<u4").reshape(-1, 2) if chunks else np.zeros((0, 2), "<u4")
         )
         ids = np.flatnonzero(table[:, 0] > 0).astype(np.int64)
-        return ids, table[ids, 0].astype(np.int64) - 1
+        return ids, table[ids, 0].astype(np.int64) - 1, table[ids, 1].astype(np.int64) - 1
+
+    def promote(self, doc_id: int) -> bool:
+        """Make page ``doc_id`` its cluster's representative (see the protocol): the page
+        table, counters and evidence in one script on ``{P}``, then the two records' heads."""
+        return self._promote([int(doc_id)]) > 0
+
+    def promote_origins(self, origins: Mapping[str, str]) -> int:
+        """Promote the origin's pages of clusters represented on a mirror (see the protocol):
+        one read of the page table, then :meth:`promote` for the pages chosen."""
+        names = sorted(set(origins) | set(origins.values()))
+        raw = self._call(
+            lambda: self._client.hmget(f"{self._base}:hk", [_bytes(h) for h in names]), "promote"
+        )
+        code = {h: int(c) for h, c in zip(names, raw, strict=True) if c is not None}
+        wanted = {code[m]: code[o] for m, o in origins.items() if m in code and o in code}
+        if not wanted:
+            return 0
+        ids, parents, hosts = self._page_table_hosts()
+        if not len(ids):
+            return 0
+        chosen = origin_members(_roots(ids, parents), hosts, wanted, ids)
+        return sum(self._promote(chosen[start : start + 1000]) for start in range(0, len(chosen), 1000))
+
+    def _promote(self, docs: list[int]) -> int:
+        if not docs:
+            return 0
+        heads = self._heads(docs)
+        args: list[Any] = [self._base]
+        for doc, head in zip(docs, heads, strict=True):
+            if len(head) >= 16:
+                args += [doc, _HEAD.unpack(bytes(head))[1]]
+        if len(args) == 1:
+            return 0
+        tails = {doc: bytes(head)[4:8] for doc, head in zip(docs, heads, strict=True) if len(head) >= 16}
+        reply = self._eval("promote", self._base, args, "promote")
+        changed = [(int(reply[k]), int(reply[k + 1])) for k in range(0, len(reply), 2)]
+        by_key: dict[str, list[Any]] = {}
+        for doc, root in changed:
+            for page, tail in ((doc, _UNIQUE_TAIL), (root, tails[doc])):
+                key, field = self._record_at(page)
+                by_key.setdefault(key, []).extend((field, tail))
+        sha = self._shas["set_tail"]
+        keys = list(by_key)
+        for start in range(0, len(keys), 1000):
+            part = keys[start : start + 1000]
+
+            def fill(pipe: Any, part: list[str] = part) -> None:
+                for key in part:
+                    node = self._client.get_node_from_key(key)
+                    pipe.execute_command("EVALSHA", sha, 1, key, *by_key[key], target_nodes=node)
+
+            self._pipeline(fill, "promote")
+        self._cache.clear()
+        return len(changed)
 
     def clusters(self, max_clusters: int, max_members: int) -> tuple[dict[int, int], list[dict[str, Any]]]:
         """Size histogram of all clusters and the largest ones, over the whole shared index."""

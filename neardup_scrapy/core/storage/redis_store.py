@@ -110,7 +110,7 @@ from .base import (
 )
 from .retry import RetryPolicy, call_with_retry
 from .sqlite import summarize_clusters
-from .unionfind import all_roots
+from .unionfind import all_roots, origin_members
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ DEFAULT_URL = "redis://127.0.0.1:6379/0"
 FORMAT = "neardup-redis/2"
 _HEAD = struct.Struct("<iBbed")  # parent, status, hamming, similarity (f16), added
 _NONE4 = b"\xff\xff\xff\xff"
-_STATUS_CHAR = {"unique": "u", "exact": "e", "near": "n", "skipped": "s"}
+_STATUS_CHAR = {"unique": "u", "exact": "e", "near": "n", "skipped": "s", "revisit": "r"}
 _COUNTER_CHAR = {
     "p": "pages",
     "u": "unique",
@@ -129,7 +129,12 @@ _COUNTER_CHAR = {
     "s": "skipped",
     "b": "bytes",
     "d": "duplicate_bytes",
+    "r": "revisits",
 }
+#: Bytes 4..7 of a record's head for a page that represents its cluster: status ``unique``,
+#: Hamming ``-1``, similarity NaN.
+_UNIQUE_TAIL = _HEAD.pack(0, STATUS_CODES["unique"], -1, math.nan, 0.0)[4:8]
+_LUA_UNIQUE_TAIL = "".join(f"\\{b}" for b in _UNIQUE_TAIL)
 
 # Linear hashing of bucket fields over the shards ``S .. n`` (level L, split pointer sp); ``split``
 # splits shard sp while the mean load of the ``n`` buckets is above ``load`` and saves L/p in hash M.
@@ -425,8 +430,8 @@ local function apply(L, sp, seen)
   local status = ARGV[6]
   local ttl = tonumber(ARGV[10])
   local doc = -1
-  if status == 's' then
-    redis.call('HINCRBY', hc, 's|' .. host, 1)
+  if status == 's' or status == 'r' then
+    redis.call('HINCRBY', hc, status .. '|' .. host, 1)
   else
     doc = redis.call('HINCRBY', M, 'next', 1) - 1
     local rec = ARGV[4]
@@ -598,6 +603,64 @@ end
 if live then return {values, ids, recs, roots, ncand, {}} end
 if late() then return redis.error_reply('NEARDUP_LATE') end
 return {{}, {}, {}, {}, 0, commit_result(apply(L, sp, raw))}
+"""
+)
+
+# A page becomes its cluster's representative (see IndexStorage.promote): the parents, the two
+# records' status, Hamming distance and similarity (swapped: the pair is the same both ways), the
+# hosts' counters and the cluster's evidence key (renamed to the new root), in one step.
+# ARGV: prefix, doc... -> the docs that changed (their old roots after them: doc, root, doc, root...)
+_LUA_PROMOTE = (
+    _LUA_COMMON
+    + r"""
+local HC = P .. ':hc'
+local UNIQUE_TAIL = '"""
+    + _LUA_UNIQUE_TAIL
+    + r"""'
+local NAMES = {[0] = 'u', [1] = 'e', [2] = 'n'}
+local out = {}
+for i = 2, #ARGV do
+  local doc = tonumber(ARGV[i])
+  local dkey = P .. ':d:' .. doc
+  local head = redis.call('GETRANGE', dkey, 0, 7)
+  if #head == 8 then
+    local root = find(doc, struct.unpack('<i4', head))
+    local rkey = P .. ':d:' .. root
+    if root ~= doc and redis.call('EXISTS', rkey) == 1 then
+      redis.call('SETRANGE', rkey, 0, struct.pack('<i4', doc) .. string.sub(head, 5, 8))
+      redis.call('SETRANGE', dkey, 0, struct.pack('<i4', doc) .. UNIQUE_TAIL)
+      local st = NAMES[string.byte(head, 5)] or 'u'
+      if st ~= 'u' then
+        local hd, hr = host_of(doc), host_of(root)
+        redis.call('HINCRBY', HC, st .. '|' .. hd, -1)
+        redis.call('HINCRBY', HC, 'u|' .. hd, 1)
+        redis.call('HINCRBY', HC, 'u|' .. hr, -1)
+        redis.call('HINCRBY', HC, st .. '|' .. hr, 1)
+      end
+      if redis.call('EXISTS', P .. ':ch:' .. root) == 1 then
+        redis.call('RENAME', P .. ':ch:' .. root, P .. ':ch:' .. doc)
+      end
+      out[#out + 1] = doc
+      out[#out + 1] = root
+    end
+  end
+end
+return out
+"""
+)
+
+# ARGV: prefix, first, count -> per id: its parent (-2: no record) and its host
+_LUA_PARENTS_HOSTS = (
+    _LUA_COMMON
+    + r"""
+local parents, hosts = {}, {}
+local first = tonumber(ARGV[2])
+for i = 0, tonumber(ARGV[3]) - 1 do
+  local p = parent_of(first + i)
+  parents[#parents + 1] = p or -2
+  hosts[#hosts + 1] = (p and host_of(first + i)) or ''
+end
+return {parents, hosts}
 """
 )
 
@@ -823,6 +886,8 @@ class RedisStorage:
             ("lookup_or_insert", _LUA_LOOKUP_OR_INSERT),
             ("init", _LUA_INIT),
             ("heads", _LUA_HEADS),
+            ("promote", _LUA_PROMOTE),
+            ("parents_hosts", _LUA_PARENTS_HOSTS),
         ):
             self._scripts[name] = client.register_script(source)
         try:
@@ -1028,7 +1093,9 @@ class RedisStorage:
             fields,
             payload,
             _bytes(commit.host),  # any str, lone surrogates too (redis-py would refuse them)
-            _STATUS_CHAR["skipped" if skipped else commit.status],
+            _STATUS_CHAR[
+                commit.status if commit.status == "revisit" else "skipped" if skipped else commit.status
+            ],
             _bytes(commit.canonical_host or ""),
             int(commit.nbytes),
             unions,
@@ -1042,6 +1109,42 @@ class RedisStorage:
         doc_id = int(reply[0])
         self._last_doc = max(self._last_doc, doc_id)
         return CommitResult(doc_id=doc_id, host_pages=int(reply[1]))
+
+    def promote(self, doc_id: int) -> bool:
+        """Make page ``doc_id`` its cluster's representative, in one atomic script (see the
+        protocol; a retry finds the page a root already and changes nothing)."""
+        changed = self._run("promote", [self.prefix, int(doc_id)], "promote")
+        self._cache.clear()
+        return bool(changed)
+
+    def promote_origins(self, origins: Mapping[str, str]) -> int:
+        """Promote the origin's pages of clusters represented on a mirror (see the protocol):
+        reads every page's parent and host (one script per 5,000 pages), then one script."""
+        codes = {host: k for k, host in enumerate(sorted(set(origins) | set(origins.values())))}
+        total = len(self)
+        ids: list[int] = []
+        parents: list[int] = []
+        hosts: list[int] = []
+        step = 5000
+        for first in range(0, total, step):
+            got, names = self._run("parents_hosts", [self.prefix, first, min(step, total - first)], "promote")
+            for k, (parent, name) in enumerate(zip(got, names, strict=True)):
+                if int(parent) != -2:
+                    ids.append(first + k)
+                    parents.append(int(parent))
+                    hosts.append(codes.get(_text(name), len(codes)))
+        if not ids:
+            return 0
+        id_arr = np.array(ids, dtype=np.int64)
+        roots = _roots(id_arr, np.array(parents, dtype=np.int64))
+        chosen = origin_members(
+            roots, np.array(hosts, dtype=np.int64), {codes[m]: codes[o] for m, o in origins.items()}, id_arr
+        )
+        changed = 0
+        for start in range(0, len(chosen), 1000):
+            changed += len(self._run("promote", [self.prefix, *chosen[start : start + 1000]], "promote")) // 2
+        self._cache.clear()
+        return changed
 
     # -- reports -------------------------------------------------------------------------------
     def url_of(self, doc_id: int) -> str:
