@@ -29,6 +29,15 @@ class Verdict:
         exact_only: the page had fewer than ``min_tokens`` tokens and was matched exactly only
             (or as another view of its own address: verification rule 6).
         doc_id: position of the page in the index (``None`` when skipped or not stored).
+        revisit: the url was checked before; ``status`` and the rest are what it got then, and
+            the page counts as a revisit (``neardup/revisits``), not again by its status.
+        replaced: the url of the page this one replaced as its cluster's representative (a copy
+            checked before it, whose canonical address this page is, or a page of a mirror of
+            this page's host); ``None`` otherwise.
+        replaced_as: the status the replaced page took (``exact`` or ``near``).
+        undecided: a duplicate of a page of another host with nothing yet telling which of the
+            two is the original (no canonical link naming another address, no settled mirror
+            direction between the hosts): drop mode keeps it.
     """
 
     url: str
@@ -44,11 +53,24 @@ class Verdict:
     tokens: int = 0
     exact_only: bool = False
     doc_id: int | None = None
+    revisit: bool = False
+    replaced: str | None = None
+    replaced_as: str | None = None
+    undecided: bool = False
 
     @property
     def is_duplicate(self) -> bool:
         """True for ``exact`` and ``near``."""
         return self.status in ("exact", "near")
+
+    @property
+    def counted(self) -> str:
+        """What the page adds to the counts: ``"revisits"`` for a revisit; for a page that
+        replaced its cluster's representative, the status the replaced page took (the cluster
+        gains a duplicate); else its status."""
+        if self.revisit:
+            return "revisits"
+        return self.replaced_as or self.status
 
     def to_dict(self) -> dict[str, Any]:
         """The tag object: ``status, duplicate_of, similarity, hamming, cluster, mirror_of``."""
@@ -65,4 +87,5 @@ class Verdict:
         """The tag object plus the explanation fields (``reason``, ``matched``, ``tokens``, ...)."""
         data = self.to_dict()
         data.update(reason=self.reason, matched=self.matched, tokens=self.tokens, exact_only=self.exact_only)
+        data.update(revisit=self.revisit, replaced=self.replaced, undecided=self.undecided)
         return data
