@@ -17,6 +17,7 @@ from test_storage_support import vocabulary
 
 from neardup_scrapy.core import NearDupDetector, Verdict
 from neardup_scrapy.core.exports import cluster_rows, pair_rows
+from neardup_scrapy.core.urls import canonical_address, parse_link_header
 
 VOCAB = vocabulary(3000, seed=35)
 
@@ -76,13 +77,16 @@ def test_the_canonical_address_is_the_representative_in_both_orders(copy_first: 
     header = named if declared == "header" else ""
     verdicts = {url: det.check(url, html, canonical=header if url == COPY else "") for url, html in pages}
     original, copy = verdicts[ORIGINAL], verdicts[COPY]
-    assert original.status == "unique" and original.cluster == ORIGINAL and not original.undecided
     if copy_first:
         assert copy.status == "unique"  # its tag was written before the original came
-        assert original.replaced == COPY and original.counted == "near"
+        # the original's tag says what it was checked against; it replaces the copy as the
+        # representative (never dropped) and later tags name it
+        assert original.status == "near" and original.duplicate_of == COPY and original.replaced == COPY
+        assert not original.droppable
     else:
+        assert original.status == "unique" and original.cluster == ORIGINAL
         assert copy.status == "near" and copy.duplicate_of == ORIGINAL
-        assert not copy.undecided  # it declared where the original is
+        assert copy.droppable and not copy.undecided  # it declared where the original is
     later = det.check("http://c.example/third", copy_page("Story", 1))
     assert later.duplicate_of == ORIGINAL  # tags written after the change name the original
     report = det.report()
@@ -104,13 +108,11 @@ def test_a_print_view_naming_its_article_never_stays_the_representative(print_fi
     printed = ("http://a.example/news/7/print", copy_page("Rates", 7, canonical("/news/7")))
     det = NearDupDetector()
     order = [printed, article] if print_first else [article, printed]
-    verdicts = [det.check(url, html) for url, html in order]
-    assert {v.url: v.status for v in verdicts} == {
-        article[0]: "unique",
-        printed[0]: "unique" if print_first else "near",
-    }
+    verdicts = {v.url: v for v in (det.check(url, html) for url, html in order)}
+    assert verdicts[printed[0]].status == ("unique" if print_first else "near")
+    assert verdicts[article[0]].replaced == (printed[0] if print_first else None)
     assert det.report()["clusters"][0]["representative"] == article[0]
-    assert not any(v.undecided for v in verdicts)  # one host: the first variant is dropped, never doubt
+    assert not verdicts[article[0]].droppable  # never dropped for its print view
 
 
 def test_a_copy_without_evidence_is_undecided_until_its_mirror_is_settled() -> None:
@@ -132,7 +134,7 @@ def test_a_copy_without_evidence_is_undecided_until_its_mirror_is_settled() -> N
     late_copy = det.check("http://m.example/s12", copy_page("S12", 112))
     late_origin = det.check("http://o.example/s12", origin_page("S12", 112))
     assert late_copy.status == "unique"  # checked first
-    assert late_origin.status == "unique" and late_origin.replaced == "http://m.example/s12"
+    assert late_origin.replaced == "http://m.example/s12" and not late_origin.droppable
     assert (
         det.check("http://m.example/s0?again=1", copy_page("S0", 100)).duplicate_of == "http://o.example/s0"
     )
@@ -177,3 +179,36 @@ def test_a_url_fetched_again_is_a_revisit() -> None:
     assert totals(report) == counts_of([first, again]) == det.counts
     assert report["totals"]["revisits"] == 1 and report["totals"]["unique"] == 1
     assert report["hosts"][0]["pages"] == 2 and report["hosts"][0]["revisits"] == 1
+
+
+@pytest.mark.parametrize(
+    ("values", "target"),
+    [
+        (['<https://a.example/x>; rel="canonical"'], "https://a.example/x"),
+        (["<https://a.example/x>; rel=canonical"], "https://a.example/x"),
+        (
+            ['<https://a.example/amp>; rel="amphtml", <https://a.example/x>; rel="canonical"'],
+            "https://a.example/x",
+        ),
+        (['<https://a.example/a,b>; rel="alternate canonical"'], "https://a.example/a,b"),
+        (['<https://a.example/p>; rel="preload"', '</x>; title="a, b"; rel="canonical"'], "/x"),
+        (['<https://a.example/p>; rel="preload"'], ""),
+        (["garbage", ""], ""),
+    ],
+)
+def test_the_canonical_link_header(values: list[str], target: str) -> None:
+    assert parse_link_header(values) == target
+
+
+@pytest.mark.parametrize(
+    ("url", "href", "address"),
+    [
+        ("http://a.example/x?print=1", "/x", "http://a.example/x"),
+        ("http://a.example/x", "http://a.example/x#top", ""),  # its own address
+        ("http://b.example/c", "//a.example/x", "http://a.example/x"),
+        ("http://b.example/c", "mailto:a@b.example", ""),
+        ("http://b.example/c", "  ", ""),
+    ],
+)
+def test_the_canonical_address(url: str, href: str, address: str) -> None:
+    assert canonical_address(url, href) == address

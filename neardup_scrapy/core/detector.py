@@ -314,10 +314,13 @@ class NearDupDetector:
         represented on a mirror host, the mirror's origin's page the representative (what the
         report and the exports show). Called by :meth:`report`; returns the clusters changed."""
         self._refresh_mirrors(force=True)
-        origins: dict[str, str] = {}
-        for pair in self.mirror_pairs():
-            origins.setdefault(pair.host, pair.mirror_of)  # strongest first, as in the report
-        return self.storage.promote_origins(origins) if origins else 0
+        rounds: list[dict[str, str]] = []  # a mirror of several origins: one origin per round
+        for pair in self.mirror_pairs():  # strongest first: its origin's pages go first
+            free = next((r for r in rounds if pair.host not in r), None)
+            if free is None:
+                rounds.append(free := {})
+            free[pair.host] = pair.mirror_of
+        return sum(self.storage.promote_origins(origins) for origins in rounds)
 
     def surviving_mirrors(self, unseen: dict[str, int]) -> dict[str, str]:
         """Of the mirror hosts in ``unseen`` (``{host: pages a crawl gave up on it}``), those
@@ -502,8 +505,12 @@ class NearDupDetector:
             commit_keys[-2] = resource_keys(url, self.params.seed)[1]
         else:
             commit_keys = keys
-        if address and self._canonical_keys:
-            commit_keys = np.append(commit_keys, canonical_key(address, self.params.seed))
+        named_key = None
+        if self._canonical_keys:
+            if address:
+                commit_keys = np.append(commit_keys, canonical_key(address, self.params.seed))
+            if match.status in ("exact", "near"):
+                named_key = int(canonical_key(url, self.params.seed))
         record = DocRecord(
             url=url,
             host=host,
@@ -527,6 +534,7 @@ class NearDupDetector:
             status=match.status,
             canonical_host=canonical if canonical and canonical != host else None,
             nbytes=nbytes,
+            named_key=named_key,
         )
 
     def _finish(
@@ -541,7 +549,7 @@ class NearDupDetector:
         exact_only: bool,
         address: str = "",
     ) -> Verdict:
-        replaced = self._original_of(url, host, match, result.doc_id, address)
+        replaced = self._original_of(url, host, match, result, address)
         self.counts["pages"] += 1
         self.counts[match.status] += 1
         if match.status != "unique" or host in self._mirrors:
@@ -564,26 +572,12 @@ class NearDupDetector:
             self._excerpts[result.doc_id] = raw[:_CACHED_CHARS]  # folded when shown
             while len(self._excerpts) > self._keep_excerpts:
                 self._excerpts.popitem(last=False)
-        if replaced:
-            return Verdict(
-                url=url,
-                host=host,
-                status="unique",
-                cluster=url,
-                mirror_of=self._mirrors.get(host),
-                reason=f"{replaced} (checked before it); {match.reason}",
-                matched=match.root_url,
-                tokens=sketch.tokens,
-                exact_only=exact_only,
-                doc_id=result.doc_id,
-                replaced=match.root_url,
-                replaced_as=match.status,
-            )
         status: Status = match.status  # type: ignore[assignment]
         # a cross-host duplicate is the copy when it names another host canonical or its host
         # is a settled mirror; otherwise nothing tells yet which of the two pages is the original
         undecided = (
             match.status != "unique"
+            and not replaced
             and match.root_host not in ("", host)
             and not (address and host_of(address) != host)
             and host not in self._mirrors
@@ -597,47 +591,41 @@ class NearDupDetector:
             hamming=match.hamming,
             cluster=url if match.status == "unique" else match.root_url,
             mirror_of=self._mirrors.get(host),
-            reason=match.reason,
+            reason=f"{match.reason}; it replaces it as the representative: {replaced}"
+            if replaced
+            else match.reason,
             matched=match.matched_url,
             tokens=sketch.tokens,
             exact_only=exact_only,
             doc_id=result.doc_id,
             undecided=undecided,
+            replaced=match.root_url if replaced else None,
         )
 
-    def _original_of(self, url: str, host: str, match: _Match, doc_id: int, address: str) -> str:
-        """Make the page just committed its cluster's representative when it is the original of
-        the representative it matched; the reason, or ``""`` when it is not.
+    def _original_of(self, url: str, host: str, match: _Match, result: CommitResult, address: str) -> str:
+        """Why the page just committed replaced the representative it matched (it is its
+        original), or ``""`` when it did not.
 
-        The original is the page whose address the cluster's pages name canonical, or a page of
-        the origin host of a settled mirror pair whose mirror holds the representative. A page
-        that names another page of its cluster canonical makes that page the representative too
+        The original is the page whose address the cluster's pages name canonical (the store
+        made it the representative in the commit: :attr:`Commit.named_key`), or a page of the
+        origin host of a settled mirror pair whose mirror holds the representative. A page that
+        names another page of its cluster canonical makes that page the representative too
         (when the candidates hold it).
         """
         if match.status not in ("exact", "near") or match.known is None:
             return ""
+        if result.promoted:
+            return f"the canonical address of {match.root_url}"
         rep_host = match.root_host
-        if rep_host != host and self._mirrors.get(rep_host) == host:
-            if self.storage.promote(doc_id):
-                return f"the origin's page: {rep_host} mirrors {host}; it replaces {match.root_url}"
-            return ""
-        if self._canonical_keys and match.root_url != url and self._named_canonical(url, match.root):
-            if self.storage.promote(doc_id):
-                return f"the canonical address of {match.root_url}"
+        if rep_host != host and (rep_host, host) in self._settled:
+            if self.storage.promote(result.doc_id):
+                return f"the origin's page: {rep_host} mirrors {host}"
             return ""
         if address and address != match.root_url:
             named = match.known.by_url(address)
-            if named is not None and named != match.root and self._same_cluster(named, doc_id):
+            if named is not None and named != match.root and self._same_cluster(named, result.doc_id):
                 self.storage.promote(named)
         return ""
-
-    def _named_canonical(self, url: str, root: int) -> bool:
-        """Whether a page of cluster ``root`` names ``url`` canonical."""
-        ids, _ = self.storage.lookup(np.array([canonical_key(url, self.params.seed)], dtype=np.uint64))
-        if not len(ids):
-            return False
-        batch = self.storage.fetch(ids)
-        return bool((batch.roots == root).any())
 
     def _same_cluster(self, a: int, b: int) -> bool:
         batch = self.storage.fetch(np.array([a, b], dtype=np.int64))

@@ -43,13 +43,16 @@ def canonical_address(url: str, href: str) -> str:
     href = href.strip()
     if not href:
         return ""
-    try:
-        address = urldefrag(urljoin(url, href))[0]
-    except ValueError:  # an invalid IPv6 literal, ...
-        return ""
-    if not address.startswith(("http://", "https://")) or address == urldefrag(url)[0]:
-        return ""
-    return address
+    if href.startswith(("http://", "https://")):  # the usual case, without urljoin's parse
+        address = href.partition("#")[0]
+    else:
+        try:
+            address = urldefrag(urljoin(url, href))[0]
+        except ValueError:  # an invalid IPv6 literal, ...
+            return ""
+        if not address.startswith(("http://", "https://")):
+            return ""
+    return "" if address == url.partition("#")[0] else address
 
 
 def parse_link_header(values: list[str]) -> str:

@@ -31,10 +31,11 @@ class Verdict:
         doc_id: position of the page in the index (``None`` when skipped or not stored).
         revisit: the url was checked before; ``status`` and the rest are what it got then, and
             the page counts as a revisit (``neardup/revisits``), not again by its status.
-        replaced: the url of the page this one replaced as its cluster's representative (a copy
-            checked before it, whose canonical address this page is, or a page of a mirror of
-            this page's host); ``None`` otherwise.
-        replaced_as: the status the replaced page took (``exact`` or ``near``).
+        replaced: for a duplicate that replaced the page it duplicates as its cluster's
+            representative (it is the original of that copy, checked before it: the address the
+            copy names canonical, or a page of the host the copy's host mirrors), that page's
+            url; ``None`` otherwise. Such a page keeps its status (it came after its copy) but
+            is never dropped, and later pages name it.
         undecided: a duplicate of a page of another host with nothing yet telling which of the
             two is the original (no canonical link naming another address, no settled mirror
             direction between the hosts): drop mode keeps it.
@@ -55,7 +56,6 @@ class Verdict:
     doc_id: int | None = None
     revisit: bool = False
     replaced: str | None = None
-    replaced_as: str | None = None
     undecided: bool = False
 
     @property
@@ -65,12 +65,14 @@ class Verdict:
 
     @property
     def counted(self) -> str:
-        """What the page adds to the counts: ``"revisits"`` for a revisit; for a page that
-        replaced its cluster's representative, the status the replaced page took (the cluster
-        gains a duplicate); else its status."""
-        if self.revisit:
-            return "revisits"
-        return self.replaced_as or self.status
+        """What the page adds to the counts: ``"revisits"`` for a revisit, else its status."""
+        return "revisits" if self.revisit else self.status
+
+    @property
+    def droppable(self) -> bool:
+        """Whether drop mode drops the page: a duplicate that is not undecided and did not
+        replace its copy as the representative."""
+        return self.is_duplicate and not self.undecided and self.replaced is None
 
     def to_dict(self) -> dict[str, Any]:
         """The tag object: ``status, duplicate_of, similarity, hamming, cluster, mirror_of``."""

@@ -211,6 +211,11 @@ class Commit:
             counter changes).
         canonical_host: the host the page's canonical link names, when it is another host.
         nbytes: size of the page's body, for the bytes-saved figure.
+        named_key: for a duplicate, the canonical key of its own address
+            (:func:`~neardup_scrapy.core.sketch.canonical_key`): when a page of the cluster it
+            joins is indexed under that key (it names this page's address canonical), the store
+            makes this page the representative in the same atomic step (as :meth:`IndexStorage.promote`)
+            and says so in :attr:`CommitResult.promoted`.
 
     A duplicate joins the cluster of ``record.parent``; the store updates the cluster's host
     counts and the mirror evidence (:class:`~neardup_scrapy.core.mirrors.MirrorLedger`).
@@ -224,6 +229,7 @@ class Commit:
     status: str = "unique"
     canonical_host: str | None = None
     nbytes: int = 0
+    named_key: int | None = None
 
 
 @dataclass(frozen=True)
@@ -233,10 +239,12 @@ class CommitResult:
     Attributes:
         doc_id: id given to the page (``-1`` for a skipped page).
         host_pages: pages of the host counted so far (skipped excluded).
+        promoted: the page was made its cluster's representative (see :attr:`Commit.named_key`).
     """
 
     doc_id: int
     host_pages: int
+    promoted: bool = False
 
 
 @dataclass

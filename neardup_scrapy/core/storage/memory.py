@@ -202,7 +202,12 @@ class MemoryStorage:
         setattr(counts, commit.status, getattr(counts, commit.status) + 1)
         if commit.status != "unique":
             counts.duplicate_bytes += commit.nbytes
-        return CommitResult(doc_id=doc_id, host_pages=counts.pages)
+        promoted = (
+            commit.named_key is not None and record.parent >= 0 and self._named(doc_id, commit.named_key)
+        )
+        return CommitResult(
+            doc_id=doc_id, host_pages=counts.pages, promoted=promoted and self.promote(doc_id)
+        )
 
     def promote(self, doc_id: int) -> bool:
         """Make page ``doc_id`` its cluster's representative (see the protocol)."""
@@ -231,6 +236,12 @@ class MemoryStorage:
         self._ledger.rename(root, doc_id)
         self._ledger.clear_dirty()
         return True
+
+    def _named(self, doc_id: int, key: int) -> bool:
+        """Whether a page of ``doc_id``'s cluster is indexed under ``key`` (names it canonical)."""
+        root = self._find(doc_id)
+        ids = self._buckets.lookup(np.array([key], dtype=np.uint64), BUCKET_CAP).tolist()
+        return any(self._find(int(i)) == root for i in ids if i != doc_id)
 
     def promote_origins(self, origins: Mapping[str, str]) -> int:
         """Promote the origin's pages of clusters represented on a mirror (see the protocol)."""

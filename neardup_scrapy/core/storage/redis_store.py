@@ -318,7 +318,7 @@ return {recs, roots}
 
 # ARGV of the commit part, shared by the commit and lookup-or-insert scripts:
 #   3 fields, 4 record, 5 host, 6 status, 7 canonical host, 8 nbytes, 9 unions, 10 ttl, 11 client, 12 seq,
-#   13 deadline (server time in seconds; 0: none)
+#   13 deadline (server time in seconds; 0: none), 14 the field of Commit.named_key ('' for none)
 # A record whose parent is >= 0 joins that page's cluster; -1 starts a cluster of its own.
 # ``seen`` maps a 6-byte field to its raw shard value as already read in this script (``false`` =
 # no such bucket, ``''`` = overflow marker); ``apply`` reuses it instead of reading the shard again.
@@ -327,10 +327,11 @@ return {recs, roots}
 _LUA_MIRROR = r"""
 local M = P .. ':m'
 local HC = P .. ':hc'
+local PROMOTED = 0  -- set by a commit that made its page the representative (Commit.named_key)
 local function commit_result(doc)
   local host = ARGV[5]
   local pages = tonumber(redis.call('HGET', HC, 'p|' .. host) or '0')
-  return {doc, pages}
+  return {doc, pages, PROMOTED}
 end
 -- the mirror evidence (see neardup_scrapy.core.mirrors.MirrorLedger, whose arithmetic this repeats)
 local function bump(key, field, n)
@@ -421,8 +422,44 @@ local function late()
 end
 """
 
+# A page becomes its cluster's representative (see IndexStorage.promote): the parents, the two
+# records' status, Hamming distance and similarity (swapped: the pair is the same both ways), the
+# hosts' counters and the cluster's evidence key (renamed to the new root). Returns the old root
+# (nil: nothing changed).
+_LUA_PROMOTE_DOC = (
+    r"""
+local UNIQUE_TAIL = '"""
+    + _LUA_UNIQUE_TAIL
+    + r"""'
+local NAMES = {[0] = 'u', [1] = 'e', [2] = 'n'}
+local function promote_doc(doc)
+  local dkey = P .. ':d:' .. doc
+  local head = redis.call('GETRANGE', dkey, 0, 7)
+  if #head < 8 then return nil end
+  local root = find(doc, struct.unpack('<i4', head))
+  local rkey = P .. ':d:' .. root
+  if root == doc or redis.call('EXISTS', rkey) == 0 then return nil end
+  redis.call('SETRANGE', rkey, 0, struct.pack('<i4', doc) .. string.sub(head, 5, 8))
+  redis.call('SETRANGE', dkey, 0, struct.pack('<i4', doc) .. UNIQUE_TAIL)
+  local st = NAMES[string.byte(head, 5)] or 'u'
+  if st ~= 'u' then
+    local hd, hr = host_of(doc), host_of(root)
+    redis.call('HINCRBY', HC, st .. '|' .. hd, -1)
+    redis.call('HINCRBY', HC, 'u|' .. hd, 1)
+    redis.call('HINCRBY', HC, 'u|' .. hr, -1)
+    redis.call('HINCRBY', HC, st .. '|' .. hr, 1)
+  end
+  if redis.call('EXISTS', P .. ':ch:' .. root) == 1 then
+    redis.call('RENAME', P .. ':ch:' .. root, P .. ':ch:' .. doc)
+  end
+  return root
+end
+"""
+)
+
 _LUA_APPLY = (
     _LUA_MIRROR
+    + _LUA_PROMOTE_DOC
     + r"""
 local function apply(L, sp, seen)
   local host = ARGV[5]
@@ -492,6 +529,19 @@ local function apply(L, sp, seen)
     local nbytes = tonumber(ARGV[8])
     redis.call('HINCRBY', hc, 'b|' .. host, nbytes)
     if status ~= 'u' then redis.call('HINCRBY', hc, 'd|' .. host, nbytes) end
+    -- a page of its cluster names its address canonical: it is the representative (Commit.named_key)
+    local named = ARGV[14]
+    if root >= 0 and named and named ~= '' then
+      local v = bucket(named, L, sp)
+      local mine = root_of(doc)
+      for j = 1, math.min(#v, 4 * BUCKET_CAP) - 3, 4 do
+        local id = struct.unpack('<I4', v, j)
+        if id ~= doc and root_of(id) == mine then
+          if promote_doc(doc) then PROMOTED = 1 end
+          break
+        end
+      end
+    end
     -- linear hashing: split shard sp while the mean load is above 'load'
     L, sp = split(P .. ':s:', M, L, sp, n, tonumber(redis.call('HGET', M, 'load')))
     -- expiry: prune one shard (expired ids are a prefix of every bucket)
@@ -532,7 +582,7 @@ end
 """
 )
 
-# ARGV: 1 prefix, 2 token, 3..13 the commit (see _LUA_APPLY)
+# ARGV: 1 prefix, 2 token, 3..14 the commit (see _LUA_APPLY)
 # -> {-2} on conflict, else {doc_id, host_pages}; error NEARDUP_LATE past the deadline
 _LUA_COMMIT = (
     _LUA_COMMON
@@ -565,7 +615,7 @@ return commit_result(apply(L, sp, seen))
 """
 )
 
-# ARGV: 1 prefix, 2 cap, 3..13 the provisional commit (see _LUA_APPLY), 14.. lookup fields
+# ARGV: 1 prefix, 2 cap, 3..14 the provisional commit (see _LUA_APPLY), 15.. lookup fields
 # -> {values, ids, records, roots, candidates, {}} like _LUA_LOOKUP when a looked-up bucket holds a
 #    live page, else {{}, {}, {}, {}, 0, {doc_id, host_pages}} after applying the commit
 _LUA_LOOKUP_OR_INSERT = (
@@ -579,7 +629,7 @@ local done = replayed()
 if done then return {{}, {}, {}, {}, 0, commit_result(done)} end
 local cap = tonumber(ARGV[2])
 local values, ids, seen, raw = {}, {}, {}, {}
-for i = 14, #ARGV do
+for i = 15, #ARGV do
   local f = ARGV[i]
   local v = raw[f]
   if v == nil then
@@ -606,43 +656,20 @@ return {{}, {}, {}, {}, 0, commit_result(apply(L, sp, raw))}
 """
 )
 
-# A page becomes its cluster's representative (see IndexStorage.promote): the parents, the two
-# records' status, Hamming distance and similarity (swapped: the pair is the same both ways), the
-# hosts' counters and the cluster's evidence key (renamed to the new root), in one step.
-# ARGV: prefix, doc... -> the docs that changed (their old roots after them: doc, root, doc, root...)
+# ARGV: prefix, doc... -> the docs that became their cluster's representative, each followed by
+# its old root (see _LUA_PROMOTE_DOC)
 _LUA_PROMOTE = (
     _LUA_COMMON
+    + _LUA_MIRROR
+    + _LUA_PROMOTE_DOC
     + r"""
-local HC = P .. ':hc'
-local UNIQUE_TAIL = '"""
-    + _LUA_UNIQUE_TAIL
-    + r"""'
-local NAMES = {[0] = 'u', [1] = 'e', [2] = 'n'}
 local out = {}
 for i = 2, #ARGV do
   local doc = tonumber(ARGV[i])
-  local dkey = P .. ':d:' .. doc
-  local head = redis.call('GETRANGE', dkey, 0, 7)
-  if #head == 8 then
-    local root = find(doc, struct.unpack('<i4', head))
-    local rkey = P .. ':d:' .. root
-    if root ~= doc and redis.call('EXISTS', rkey) == 1 then
-      redis.call('SETRANGE', rkey, 0, struct.pack('<i4', doc) .. string.sub(head, 5, 8))
-      redis.call('SETRANGE', dkey, 0, struct.pack('<i4', doc) .. UNIQUE_TAIL)
-      local st = NAMES[string.byte(head, 5)] or 'u'
-      if st ~= 'u' then
-        local hd, hr = host_of(doc), host_of(root)
-        redis.call('HINCRBY', HC, st .. '|' .. hd, -1)
-        redis.call('HINCRBY', HC, 'u|' .. hd, 1)
-        redis.call('HINCRBY', HC, 'u|' .. hr, -1)
-        redis.call('HINCRBY', HC, st .. '|' .. hr, 1)
-      end
-      if redis.call('EXISTS', P .. ':ch:' .. root) == 1 then
-        redis.call('RENAME', P .. ':ch:' .. root, P .. ':ch:' .. doc)
-      end
-      out[#out + 1] = doc
-      out[#out + 1] = root
-    end
+  local root = promote_doc(doc)
+  if root then
+    out[#out + 1] = doc
+    out[#out + 1] = root
   end
 end
 return out
@@ -1074,7 +1101,7 @@ class RedisStorage:
         return found, token
 
     def _commit_args(self, commit: Commit) -> list[Any]:
-        """ARGV 1..13 of the commit script (see ``_LUA_APPLY``); takes the next sequence number."""
+        """ARGV 1..14 of the commit script (see ``_LUA_APPLY``); takes the next sequence number."""
         record = commit.record
         skipped = commit.status == "skipped" or record is None
         if skipped or record is None:
@@ -1103,12 +1130,17 @@ class RedisStorage:
             self._client_id,
             self._seq,
             0,  # the deadline, set at each attempt
+            bucket_fields(np.array([commit.named_key], dtype=np.uint64))[0]
+            if commit.named_key is not None
+            else b"",
         ]
 
     def _commit_result(self, reply: list[Any]) -> CommitResult:
         doc_id = int(reply[0])
         self._last_doc = max(self._last_doc, doc_id)
-        return CommitResult(doc_id=doc_id, host_pages=int(reply[1]))
+        return CommitResult(
+            doc_id=doc_id, host_pages=int(reply[1]), promoted=len(reply) > 2 and int(reply[2]) == 1
+        )
 
     def promote(self, doc_id: int) -> bool:
         """Make page ``doc_id`` its cluster's representative, in one atomic script (see the

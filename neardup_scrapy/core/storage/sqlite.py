@@ -555,10 +555,16 @@ class SQLiteStorage:
             if commit.status != "unique":
                 counts.duplicate_bytes += commit.nbytes
             self._dirty_hosts.add(host)
+            promoted = (
+                commit.named_key is not None
+                and record.parent >= 0
+                and self._named(doc_id, commit.named_key)
+                and self.promote(doc_id)
+            )
             self._after_write()
         except sqlite3.Error as exc:
             raise StorageError(f"neardup index {self.path}: commit failed: {exc}") from exc
-        return CommitResult(doc_id=doc_id, host_pages=counts.pages)
+        return CommitResult(doc_id=doc_id, host_pages=counts.pages, promoted=promoted)
 
     def promote(self, doc_id: int) -> bool:
         """Make page ``doc_id`` its cluster's representative (see the protocol)."""
@@ -593,6 +599,16 @@ class SQLiteStorage:
         except sqlite3.Error as exc:
             raise StorageError(f"neardup index {self.path}: promote failed: {exc}") from exc
         return True
+
+    def _named(self, doc_id: int, key: int) -> bool:
+        """Whether a page of ``doc_id``'s cluster is indexed under ``key`` (names it canonical)."""
+        (k48,) = bucket_key48(np.array([key], dtype=np.uint64))
+        rows = self._require().execute(
+            "SELECT doc FROM buckets WHERE key = ? AND doc >= ? ORDER BY doc LIMIT ?",
+            (k48, self._frontier, BUCKET_CAP),
+        )
+        root = self._find(doc_id)
+        return any(self._find(int(d)) == root for (d,) in rows if d != doc_id)
 
     def promote_origins(self, origins: Mapping[str, str]) -> int:
         """Promote the origin's pages of clusters represented on a mirror (see the protocol)."""
