@@ -14,8 +14,10 @@ Even so a skip is never final while the crawl runs:
 * when the spider would close (``spider_idle``), the claims are read afresh and each host's kept
   requests are given up only if its pair would hold whatever those pages turn out to be
   (:func:`neardup_scrapy.core.mirrors.survives`): the requests were skipped on evidence from
-  which the skipped pages themselves were missing. Otherwise they are scheduled again and the
-  spider stays open for them. Requests given up count in ``neardup/mirror_requests_given_up``;
+  which the skipped pages themselves were missing. Otherwise they are scheduled again, the
+  spider stays open for them and the host is not skipped again in this crawl (the claim was
+  taken on evidence missing its own pages). Requests given up count in
+  ``neardup/mirror_requests_given_up``;
 * with ``JOBDIR`` the requests kept aside when the crawl pauses are saved there and taken back
   when it resumes.
 """
@@ -64,6 +66,8 @@ class MirrorSkipper:
         self.not_kept: dict[str, int] = {}
         self._held_count = 0
         self._rescheduled = 0
+        #: hosts whose claim would not hold whatever their kept pages are: fetched from then on
+        self._released: set[str] = set()
         self.gate_installed = False
         crawler.signals.connect(self._opened, signal=signals.spider_opened)
         crawler.signals.connect(self._idle, signal=signals.spider_idle)
@@ -76,7 +80,7 @@ class MirrorSkipper:
             return False
         host = host_of(request.url)
         origin = self.runtime.mirror_of(request.url)
-        if origin is None:
+        if origin is None or host in self._released:
             return False
         stats = self.runtime.stats
         stats.inc_value("neardup/mirror_requests_skipped")
@@ -163,7 +167,10 @@ class MirrorSkipper:
         surviving = self.runtime.surviving_mirrors(unseen)  # may withdraw claims (mirrors_changed)
         for host in hosts:
             if host not in surviving:
-                self._reschedule(host, "its claim would not hold whatever they are")
+                self._released.add(host)
+                self._reschedule(
+                    host, "its claim would not hold whatever they are; it is fetched from now on"
+                )
                 self._lost(host)
         if self._rescheduled != before:
             raise DontCloseSpider

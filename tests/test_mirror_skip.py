@@ -69,6 +69,7 @@ def test_at_the_end_requests_are_given_up_only_when_the_claim_holds_whatever_the
         with pytest.raises(DontCloseSpider):  # 40 pages of its own would make it no mirror
             skipper._idle()
         assert len(engine.crawled) == 40 and env.stat("neardup/mirror_requests_rescheduled") == 40
+        assert not skipper.skip(engine.crawled[0])  # fetched now: the host is no longer skipped
         skipper._idle()  # nothing left: the spider may close
     finally:
         env.close()
