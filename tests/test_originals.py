@@ -117,8 +117,9 @@ def test_a_print_view_naming_its_article_never_stays_the_representative(print_fi
 
 def test_a_copy_without_evidence_is_undecided_until_its_mirror_is_settled() -> None:
     """A cross-host duplicate with nothing telling which page is the original is undecided (drop
-    mode keeps it); once the copy's host is a settled mirror, its pages are copies, and the
-    origin's pages that come after their copies replace them as representatives."""
+    mode keeps it); once the copy's host is a settled mirror, its pages are copies (dropped in
+    drop mode) and the origin's pages are never dropped; the report makes the origin's pages the
+    representatives, and tags written after it name them."""
     det = NearDupDetector()
     first = det.check("http://m.example/s0", copy_page("S0", 100))
     second = det.check("http://o.example/s0", origin_page("S0", 100))
@@ -131,13 +132,15 @@ def test_a_copy_without_evidence_is_undecided_until_its_mirror_is_settled() -> N
     assert det.mirror_of("m.example") == "o.example"
     # undecided until the pair is settled, by the 10th copy (5 to spare), then a copy
     assert [v.undecided for v in verdicts] == [True] * 8 + [False] * 3
+    assert [v.droppable for v in verdicts] == [False] * 8 + [True] * 3
     late_copy = det.check("http://m.example/s12", copy_page("S12", 112))
     late_origin = det.check("http://o.example/s12", origin_page("S12", 112))
-    assert late_copy.status == "unique"  # checked first
-    assert late_origin.replaced == "http://m.example/s12" and not late_origin.droppable
+    assert late_copy.status == "unique" and not late_origin.droppable  # the origin's page is kept
+    det.report()
     assert (
         det.check("http://m.example/s0?again=1", copy_page("S0", 100)).duplicate_of == "http://o.example/s0"
     )
+    assert det.check("http://c.example/s12", copy_page("S12", 112)).duplicate_of == "http://o.example/s12"
 
 
 def _mirror_site() -> list[tuple[str, str]]:

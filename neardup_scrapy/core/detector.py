@@ -19,10 +19,10 @@ Per page, :meth:`NearDupDetector.check`:
    a bucket meanwhile); the store updates per-host counters and the mirror evidence, from which
    mirror hosts are named (:mod:`.mirrors`);
 5. keeps the original as the representative: a duplicate whose address its cluster's pages name
-   canonical (``<link rel=canonical>``, the HTTP ``Link`` header), or that is on the origin host
-   of a settled mirror pair while its representative is on the mirror, replaces the
-   representative (:meth:`IndexStorage.promote`): arrival order decides which page came first,
-   not which one is the original.
+   canonical (``<link rel=canonical>``, the HTTP ``Link`` header) replaces the representative in
+   its own commit, and :meth:`NearDupDetector.settle` (before a report) makes the origin's page
+   the representative of the clusters a mirror's page represents: arrival order decides which
+   page came first, not which one is the original.
 """
 
 from __future__ import annotations
@@ -606,21 +606,18 @@ class NearDupDetector:
         """Why the page just committed replaced the representative it matched (it is its
         original), or ``""`` when it did not.
 
-        The original is the page whose address the cluster's pages name canonical (the store
-        made it the representative in the commit: :attr:`Commit.named_key`), or a page of the
-        origin host of a settled mirror pair whose mirror holds the representative. A page that
-        names another page of its cluster canonical makes that page the representative too
-        (when the candidates hold it).
+        The original is the page whose address the cluster's pages name canonical: the store
+        made it the representative in the commit (:attr:`Commit.named_key`), in commit order,
+        so a shared index evolves as one process checking its pages in that order would make
+        it. A page that names another page of its cluster canonical makes that page the
+        representative too (when the candidates hold it). The origin's pages of a mirror pair
+        are made representatives by :meth:`settle`, on the pairs of the whole index (a
+        process's view of the pairs while it checks depends on when it last read them).
         """
         if match.status not in ("exact", "near") or match.known is None:
             return ""
         if result.promoted:
             return f"the canonical address of {match.root_url}"
-        rep_host = match.root_host
-        if rep_host != host and (rep_host, host) in self._settled:
-            if self.storage.promote(result.doc_id):
-                return f"the origin's page: {rep_host} mirrors {host}"
-            return ""
         if address and address != match.root_url:
             named = match.known.by_url(address)
             if named is not None and named != match.root and self._same_cluster(named, result.doc_id):
@@ -723,12 +720,8 @@ class NearDupDetector:
                 logger.info(
                     "neardup: %s and %s serve the same pages; nothing tells which copies the other", *pair
                 )
-        newly_settled = sorted(settled_now - self._settled)
         self._confirmed = confirmed
         self._settled = settled_now
-        for host, origin in newly_settled:
-            # the clusters the mirror's pages represent take the origin's page (later tags name it)
-            self.storage.promote_origins({host: origin})
         strongest: dict[str, tuple[int, str]] = {}
         for host, origin in settled_now:
             n = strength[(host, origin)]
