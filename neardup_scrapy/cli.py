@@ -717,7 +717,7 @@ def _scan_loop(  # noqa: PLR0917
     waiting: list[str],
 ) -> None:
     from .core.urls import redact_url
-    from .inputs.base import NO_BODY
+    from .inputs.base import NO_BODY, TOO_LARGE
     from .inputs.detect import WACZ, WARC
     from .inputs.warc import is_html_response
     from .report.escapes import shown as escaped
@@ -744,6 +744,9 @@ def _scan_loop(  # noqa: PLR0917
         if record.reason is not None:
             reason = record.reason
             stats.reasons[reason.split(":", 1)[0]] += 1
+            if reason == TOO_LARGE and record.url:
+                # a page, tagged skipped: counted as the crawl counts it (NEARDUP_MAX_BODY_BYTES)
+                detector.skip(record.url, TOO_LARGE)
             if record.problem:
                 stats.problems += 1
                 if len(stats.problem_numbers) < 100:
@@ -775,7 +778,7 @@ def _scan_loop(  # noqa: PLR0917
             if waiting:
                 progress.write("\n".join(waiting))
                 waiting.clear()
-            verdict = check(record.url, analysis, nbytes=record.nbytes)
+            verdict = check(record.url, analysis, nbytes=record.nbytes, canonical=record.canonical)
             stats.pages += 1
             if verdict.cluster:
                 rules.observe(verdict.url, verdict.cluster)

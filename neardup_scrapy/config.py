@@ -107,6 +107,8 @@ class NeardupConfig:
         item_fields: item fields whose text the pipeline deduplicates (empty: pipeline off).
         follow_duplicates: follow requests yielded by duplicate pages.
         skip_mirrors: drop requests to hosts confirmed as mirrors.
+        mirror_requests_kept: how many requests skipped as mirror requests are kept aside, to be
+            scheduled again if the claim is withdrawn.
         report_file: path of the JSON report written at close, or ``None``.
         report_html: path of the HTML report written at close, or ``None``.
         debug: log every verdict with its reason (DEBUG level).
@@ -137,6 +139,7 @@ class NeardupConfig:
     item_fields: tuple[str, ...] = ()
     follow_duplicates: bool = True
     skip_mirrors: bool = False
+    mirror_requests_kept: int = 10000
     report_file: str | None = None
     report_html: str | None = None
     debug: bool = False
@@ -375,6 +378,7 @@ def parse_settings(settings: BaseSettings, spider_name: str | None = None) -> Ne
         item_fields=item_fields,
         follow_duplicates=read.get_bool("NEARDUP_FOLLOW_DUPLICATES", True),
         skip_mirrors=read.get_bool("NEARDUP_SKIP_MIRRORS", False),
+        mirror_requests_kept=read.get_int("NEARDUP_MIRROR_REQUESTS_KEPT", 10000, "an integer >= 0", 0),
         report_file=read.optional_str("NEARDUP_REPORT_FILE", "a file path or None"),
         report_html=read.optional_str("NEARDUP_REPORT_HTML", "a file path or None"),
         debug=read.get_bool("NEARDUP_DEBUG", False),

@@ -30,7 +30,7 @@ from twisted.internet.defer import Deferred
 from .archive import WarcKeeper, response_headers
 from .core import Verdict
 from .core.hosts import host_of
-from .core.urls import redact_url
+from .core.urls import parse_link_header, redact_url
 from .pages import response_text, selector_tree
 from .runtime import NeardupRuntime
 
@@ -125,9 +125,6 @@ class NeardupDownloaderMiddleware:
         self.crawler = crawler
         self.runtime = NeardupRuntime.of(crawler)
         self.config = self.runtime.config
-        self._gate_installed = False
-        if self.config.skip_mirrors:
-            crawler.signals.connect(self._install_gate, signal=signals.spider_opened)
         self._warc: WarcKeeper | None = None
         if self.config.warc_file:
             self._warc = WarcKeeper(self.config.warc_file)
@@ -165,50 +162,18 @@ class NeardupDownloaderMiddleware:
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 
-    def _install_gate(self, spider: Any = None) -> None:
-        """Drop requests to mirror hosts as they leave the scheduler, before any download.
-
-        A request dropped there is no downloader exception (``downloader/exception_count``
-        stays as it is); it is counted as ``neardup/mirror_requests_skipped`` and logged at
-        DEBUG. Requests leave the scheduler after its duplicate filter, so each url counts once.
-        """
-        engine = getattr(self.crawler, "engine", None)
-        scheduler = getattr(engine, "scheduler", None)
-        if scheduler is None:  # Scrapy < 2.14 keeps it in the engine's slot
-            scheduler = getattr(getattr(engine, "_slot", None), "scheduler", None)
-        original = getattr(scheduler, "next_request", None)
-        if original is None:
-            logger.debug("neardup: no scheduler to filter; mirror requests are dropped by the middleware")
-            return
-
-        def next_request() -> Request | None:
-            while True:
-                request = original()
-                if request is None or not self._to_mirror(request):
-                    return request  # type: ignore[no-any-return]
-                logger.debug("neardup: request to a mirror host dropped: %s", redact_url(request.url))
-
-        assert scheduler is not None
-        scheduler.next_request = next_request
-        self._gate_installed = True
-
-    def _to_mirror(self, request: Request) -> bool:
-        if request.meta.get(OPT_OUT_KEY) or self.runtime.mirror_of(request.url) is None:
-            return False
-        self.runtime.stats.inc_value("neardup/mirror_requests_skipped")
-        return True
-
     def process_request(self, request: Request, spider: Any = None) -> None:
         """Forget a tag copied from another response; skip requests to mirror hosts.
 
-        Requests to mirror hosts are normally dropped as they leave the scheduler (no
-        exception); only when no scheduler could be filtered are they refused here, with a
-        :class:`MirrorHostRequest`.
+        Requests to mirror hosts are normally skipped as they leave the scheduler (no
+        exception; see :mod:`neardup_scrapy.mirrorskip`); only when no scheduler could be
+        filtered are they refused here, with a :class:`MirrorHostRequest` (and kept aside too).
         """
         meta = request.meta
         if META_KEY in meta:
             del meta[META_KEY]
-        if self.config.skip_mirrors and not self._gate_installed and self._to_mirror(request):
+        skipper = self.runtime.skipper
+        if skipper is not None and not skipper.gate_installed and skipper.skip(request):
             target = self.runtime.mirror_of(request.url)
             raise MirrorHostRequest(f"neardup: {host_of(request.url)} mirrors {target}")
 
@@ -242,6 +207,9 @@ class NeardupDownloaderMiddleware:
             response.flags.append(f"neardup:{verdict.status}")
             self.runtime.duplicate_found(verdict, response=response)
             if self.config.drop:
+                if not verdict.droppable:  # it is, or may be, the original of the page it duplicates
+                    self.runtime.stats.inc_value("neardup/not_dropped")
+                    return response
                 self.runtime.count_drop("page")
                 raise DuplicatePage(verdict)
         return response
@@ -255,25 +223,28 @@ class NeardupDownloaderMiddleware:
     def _check(self, request: Request, response: Response) -> Verdict | Deferred[Verdict] | None:
         """The verdict (or its Deferred) for a response; ``None`` when it passes untouched."""
         url = response.url
+        # Responses that get no tag are not pages: not counted as pages, not in the index or the
+        # report, not in NEARDUP_WARC_FILE (so a scan of it counts what the crawl counted).
         if request.meta.get(OPT_OUT_KEY):
-            self.runtime.skip(url, "dont_neardup")
+            self.runtime.untouched("dont_neardup")
             return None
         if not isinstance(response, HtmlResponse):
-            self.runtime.skip(url, "non-html")
+            self.runtime.untouched("non-html")
             return None
         if not 200 <= response.status < 300:
-            self.runtime.skip(url, "http error")
+            self.runtime.untouched("http error")
             return None
         body = response.body
+        self._keep(response)
         if self.config.max_body_bytes and len(body) > self.config.max_body_bytes:
             return self.runtime.skip(url, "too large")
-        self._keep(response)
         # Both modes read the text Scrapy decoded (and the tree it parses from it), so inline and
         # worker verdicts agree for every encoding.
         text = response_text(response)
         # Scrapy's tree is the page's tree only when it was parsed from the same text.
         tree = (lambda: selector_tree(response)) if text is response.text else None
-        return self.runtime.check_page(url, text, len(body), tree)
+        canonical = parse_link_header([_text(v) for v in response.headers.getlist("Link")])
+        return self.runtime.check_page(url, text, len(body), tree, canonical)
 
 
 class NeardupSpiderMiddleware:
@@ -306,9 +277,11 @@ class NeardupSpiderMiddleware:
         return f"{type(self).__name__}()"
 
     async def process_start(self, start: AsyncIterator[Any], spider: Any = None) -> AsyncIterator[Any]:
-        """Drop start requests to mirror hosts (known when the index is shared or resumed)."""
+        """Skip (and keep aside) start requests to mirror hosts (known when the index is shared
+        or resumed)."""
+        skipper = self.runtime.skipper
         async for obj in start:
-            if isinstance(obj, Request) and self._to_mirror(obj):
+            if skipper is not None and isinstance(obj, Request) and skipper.skip(obj):
                 continue
             yield obj
 
@@ -346,14 +319,6 @@ class NeardupSpiderMiddleware:
             self._stats.inc_value("neardup/items/tagged")
         return True
 
-    def _to_mirror(self, request: Request) -> bool:
-        if not self.config.skip_mirrors or request.meta.get(OPT_OUT_KEY):
-            return False
-        if self.runtime.mirror_of(request.url) is not None:
-            self._stats.inc_value("neardup/mirror_requests_skipped")
-            return True
-        return False
-
 
 def _tag_of(response: Response) -> dict[str, Any] | None:
     try:
@@ -361,3 +326,7 @@ def _tag_of(response: Response) -> dict[str, Any] | None:
     except AttributeError:  # a response without a request (not from the engine)
         return None
     return tag if isinstance(tag, dict) else None
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode("latin-1") if isinstance(value, bytes) else value

@@ -8,10 +8,15 @@ Enable it with::
 
 At spider close the suite fails, each with the values in its message, when:
 
-* the duplicate share (exact + near over checked pages) is over
+* the duplicate share (exact + near over checked pages: unique + exact + near) is over
   ``NEARDUP_MONITOR_MAX_DUPLICATE_SHARE`` (default 0.5);
 * the skipped share (skipped over all pages) is over ``NEARDUP_MONITOR_MAX_SKIPPED_SHARE``
   (default 0.5);
+
+It reads the ``neardup/*`` stats, which count what the closing summary and the report count:
+``neardup/pages`` is ``unique + exact + near + skipped + revisits`` (a url fetched again is a
+revisit, neither checked nor skipped); responses passed on untouched (not HTML, error statuses,
+``dont_neardup``) are not pages.
 * more pages than ``NEARDUP_MONITOR_MAX_STORAGE_ERRORS`` (default 0) passed unchecked because
   the index store failed.
 
@@ -45,13 +50,14 @@ def _thresholds(crawler: Any) -> MonitorThresholds:
 class NeardupMonitor(Monitor):  # type: ignore[misc]
     """Duplicate share, skipped share and storage errors of the near-duplicate detection."""
 
-    def _values(self) -> tuple[MonitorThresholds, int, int, int, int]:
+    def _values(self) -> tuple[MonitorThresholds, int, int, int, int, int]:
         stats = self.data.stats
         pages = int(stats.get("neardup/pages", 0))
         skipped = int(stats.get("neardup/skipped", 0))
         duplicates = int(stats.get("neardup/exact", 0)) + int(stats.get("neardup/near", 0))
+        checked = duplicates + int(stats.get("neardup/unique", 0))
         errors = int(stats.get("neardup/storage_errors", 0))
-        return _thresholds(self.data.crawler), pages, skipped, duplicates, errors
+        return _thresholds(self.data.crawler), pages, skipped, duplicates, checked, errors
 
     def _assert_share(
         self, part: int, whole: int, limit: float, setting: str, names: tuple[str, str]
@@ -68,8 +74,7 @@ class NeardupMonitor(Monitor):  # type: ignore[misc]
     @monitors.name("duplicate share")  # type: ignore[untyped-decorator]
     def test_duplicate_share(self) -> None:
         """Exact and near duplicates among the checked pages, at most NEARDUP_MONITOR_MAX_DUPLICATE_SHARE."""
-        limits, pages, skipped, duplicates, _errors = self._values()
-        checked = pages - skipped
+        limits, pages, _skipped, duplicates, checked, _errors = self._values()
         if pages >= limits.min_pages and checked > 0:
             self._assert_share(
                 duplicates,
@@ -82,7 +87,7 @@ class NeardupMonitor(Monitor):  # type: ignore[misc]
     @monitors.name("skipped share")  # type: ignore[untyped-decorator]
     def test_skipped_share(self) -> None:
         """Pages not checked (non-HTML, too large, errors...), at most NEARDUP_MONITOR_MAX_SKIPPED_SHARE."""
-        limits, pages, skipped, _duplicates, _errors = self._values()
+        limits, pages, skipped, _duplicates, _checked, _errors = self._values()
         if pages >= limits.min_pages and pages > 0:
             self._assert_share(
                 skipped,
@@ -95,7 +100,7 @@ class NeardupMonitor(Monitor):  # type: ignore[misc]
     @monitors.name("storage errors")  # type: ignore[untyped-decorator]
     def test_storage_errors(self) -> None:
         """Pages unchecked because the store failed, at most NEARDUP_MONITOR_MAX_STORAGE_ERRORS."""
-        limits, _pages, _skipped, _duplicates, errors = self._values()
+        limits, _pages, _skipped, _duplicates, _checked, errors = self._values()
         self.assertLessEqual(
             errors,
             limits.max_storage_errors,

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from twisted.python.failure import Failure
 
     from .check_thread import CheckThread
+    from .mirrorskip import MirrorSkipper
     from .worker import DetectorWorker
 
 __all__ = ["KNOWN_SETTINGS", "NeardupRuntime", "NeardupStorageError", "reason_key"]
@@ -90,6 +91,7 @@ KNOWN_SETTINGS = frozenset(
         "ITEM_FIELDS",
         "FOLLOW_DUPLICATES",
         "SKIP_MIRRORS",
+        "MIRROR_REQUESTS_KEPT",
         "REPORT_FILE",
         "REPORT_HTML",
         "DEBUG",
@@ -206,6 +208,7 @@ class NeardupRuntime:
         self._restart_at = 0.0
         self._mirror_of: dict[str, str] = {}
         self._mirrors_version = -1
+        self.skipper: MirrorSkipper | None = None
         if config.worker == "process":
             self.worker = self._start_worker()
         else:
@@ -226,6 +229,10 @@ class NeardupRuntime:
         self._closed = False
         self._thread: CheckThread | None = None
         self._thread_mirrors_version = -1
+        if config.skip_mirrors:
+            from .mirrorskip import MirrorSkipper
+
+            self.skipper = MirrorSkipper(crawler, self, config.mirror_requests_kept)
         crawler.signals.connect(self._spider_closed, signal=scrapy_signals.spider_closed)
 
     # -- creation --------------------------------------------------------------------------------
@@ -408,7 +415,7 @@ class NeardupRuntime:
 
     # -- checking --------------------------------------------------------------------------------
     def check_page(
-        self, url: str, text: str, nbytes: int, tree: Callable[[], Any] | None
+        self, url: str, text: str, nbytes: int, tree: Callable[[], Any] | None, canonical: str = ""
     ) -> Verdict | Deferred[Verdict]:
         """Check an HTML page; never raises or fails (see the module docstring).
 
@@ -420,6 +427,8 @@ class NeardupRuntime:
                 an inline check outside a running reactor; ``None`` when ``text`` is not the
                 text Scrapy parsed. The worker and inline's helper thread read ``text`` as
                 Scrapy's selector reads it (:func:`neardup_scrapy.pages.selector_body`).
+            canonical: the target of the response's ``Link: <...>; rel="canonical"`` header
+                (``""``: none).
 
         Returns:
             The verdict, or a Deferred that fires with it: with a worker process, and inline
@@ -427,7 +436,7 @@ class NeardupRuntime:
             :mod:`neardup_scrapy.check_thread`).
         """
         if self.worker is not None:
-            return self._check_in_worker((url, text, None, nbytes))
+            return self._check_in_worker((url, text, None, nbytes, canonical))
         from .pages import ParseTimeout, page_tree
 
         thread = self._check_thread()
@@ -435,7 +444,7 @@ class NeardupRuntime:
             # The helper thread reads the page from its text as the worker process does, in a
             # pass that releases the GIL; this thread builds no tree for the plugin: the spider
             # builds Scrapy's when it reads the page (if it does), while the caches hold it
-            return thread.submit(self._check_on_thread, url, text, nbytes).addCallbacks(
+            return thread.submit(self._check_on_thread, url, text, nbytes, canonical).addCallbacks(
                 self._checked_on_thread, self._failed_on_thread, callbackArgs=(url,), errbackArgs=(url,)
             )
         # The parse counts in the check's CPU budget (NEARDUP_TIMEOUT), as in the worker.
@@ -447,8 +456,8 @@ class NeardupRuntime:
         except Exception:
             root = None
         if root is None:
-            return self.check(url, html=text, nbytes=nbytes, started=started)
-        return self.check(url, html=text, tree=root, nbytes=nbytes, started=started)
+            return self.check(url, html=text, nbytes=nbytes, started=started, canonical=canonical)
+        return self.check(url, html=text, tree=root, nbytes=nbytes, started=started, canonical=canonical)
 
     def check(
         self,
@@ -460,12 +469,20 @@ class NeardupRuntime:
         encoding: str | None = None,
         nbytes: int | None = None,
         started: float | None = None,
+        canonical: str = "",
     ) -> Verdict:
         """Check a page in this process and count the verdict (inline mode only); never raises."""
         assert self.detector is not None, "check() needs NEARDUP_WORKER = 'inline'"
         try:
             verdict = self.detector.check(
-                url, html, tree=tree, text=text, encoding=encoding, nbytes=nbytes, started=started
+                url,
+                html,
+                tree=tree,
+                text=text,
+                encoding=encoding,
+                nbytes=nbytes,
+                started=started,
+                canonical=canonical,
             )
         except StorageError as exc:
             return self._storage_failed(url, exc)
@@ -489,7 +506,7 @@ class NeardupRuntime:
         return self._thread
 
     def _check_on_thread(
-        self, url: str, text: str, nbytes: int
+        self, url: str, text: str, nbytes: int, canonical: str = ""
     ) -> tuple[Verdict | None, StorageError | None, dict[str, str] | None]:
         """An inline check on the helper thread: the verdict or the store's error, and the
         detector's map of mirror hosts when it changed (read here, where the index lives).
@@ -510,7 +527,7 @@ class NeardupRuntime:
             except ParseTimeout:
                 verdict = detector.skip(url, "timeout")
             else:
-                verdict = detector.check_analysis(url, analysis, nbytes=nbytes)
+                verdict = detector.check_analysis(url, analysis, nbytes=nbytes, canonical=canonical)
         except StorageError as exc:
             return None, exc, None
         mirrors = None
@@ -605,6 +622,32 @@ class NeardupRuntime:
         self._count(verdict, "neardup/")
         return verdict
 
+    def untouched(self, reason: str) -> None:
+        """Count a response passed on untouched, without a tag (opted out, not HTML, an error
+        status): not a page, so neither in ``neardup/pages`` nor in the index and the report;
+        counted in ``neardup/untouched/<reason>``."""
+        self.stats.inc_value(f"neardup/untouched/{reason_key(reason)}")
+
+    def surviving_mirrors(self, unseen: dict[str, int]) -> dict[str, str]:
+        """Of the mirror hosts in ``unseen`` (``{host: requests given up on it}``), those whose
+        claim holds whatever those pages are, with their origin (see
+        :meth:`NearDupDetector.surviving_mirrors`); the map of mirror hosts is read afresh too.
+        ``{}`` when the index cannot answer (every request is then fetched)."""
+        try:
+            if self.worker is not None:
+                surviving: dict[str, str] = self._live_worker(now=True).call_sync(
+                    "survivors", unseen, REPORT_TIMEOUT
+                )
+                return surviving
+            assert self.detector is not None
+            self._on_thread_idle()
+            surviving = self.detector.surviving_mirrors(unseen)
+            self._sync_mirrors()
+            return surviving
+        except Exception as exc:
+            logger.warning("neardup: cannot read the mirror claims (%s); skipped requests are fetched", exc)
+            return {}
+
     def check_item(self, url: str, text: str) -> Verdict:
         """Check the text of an item's fields against earlier items (own index, own stats); never raises."""
         try:
@@ -640,7 +683,7 @@ class NeardupRuntime:
     def _count(self, verdict: Verdict, prefix: str) -> None:
         stats = self.stats
         stats.inc_value(prefix + "pages")
-        stats.inc_value(prefix + verdict.status)
+        stats.inc_value(prefix + verdict.counted)
         if verdict.status == "skipped":
             stats.inc_value(f"{prefix}skipped/{reason_key(verdict.reason)}")
         elif prefix == "neardup/" and self.detector is not None and self._thread is None:
@@ -710,6 +753,8 @@ class NeardupRuntime:
             logger.info("neardup: host %s is no longer taken for a mirror", host)
         self._mirror_of = dict(mirrors)
         self.stats.set_value("neardup/mirror_hosts", len(self._mirror_of))
+        if self.skipper is not None:
+            self.skipper.mirrors_changed(self._mirror_of)
 
     def _storage_failed(self, url: str, exc: StorageError, prefix: str = "neardup/") -> Verdict:
         self.storage_errors += 1

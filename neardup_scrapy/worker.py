@@ -594,6 +594,8 @@ def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
                 result = call_patiently(partial(detector.report, **payload), CLOSE_PATIENCE, "the report")
             elif op == "url_rules":
                 result = detector.exchange_url_rules(*payload)
+            elif op == "survivors":
+                result = detector.surviving_mirrors(payload)
             elif op == "export":
                 from .core.exports import cluster_rows
 
@@ -625,9 +627,11 @@ def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
         detector.close()
 
 
-def _check(detector: Any, url: str, html: bytes | str, encoding: str | None, nbytes: int) -> Any:
+def _check(  # noqa: PLR0917 (a "check" call's payload tuple, sent positionally)
+    detector: Any, url: str, html: bytes | str, encoding: str | None, nbytes: int, canonical: str = ""
+) -> Any:
     """Check one page; a ``str`` body is the text Scrapy decoded, read like the inline mode does
-    (:func:`~neardup_scrapy.pages.text_reading`)."""
+    (:func:`~neardup_scrapy.pages.text_reading`). ``canonical``: the ``Link`` header's target."""
     if isinstance(html, str):
         from .pages import ParseTimeout, text_reading
 
@@ -635,10 +639,10 @@ def _check(detector: Any, url: str, html: bytes | str, encoding: str | None, nby
         started = time.thread_time()
         try:
             source, how = text_reading(html, started + detector.params.timeout)
-            return detector.check(url, source, nbytes=nbytes, started=started, **how)
+            return detector.check(url, source, nbytes=nbytes, started=started, canonical=canonical, **how)
         except ParseTimeout:
             return detector.skip(url, "timeout")
-    return detector.check(url, html, encoding=encoding, nbytes=nbytes)
+    return detector.check(url, html, encoding=encoding, nbytes=nbytes, canonical=canonical)
 
 
 class _ForwardHandler(logging.Handler):

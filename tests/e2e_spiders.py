@@ -15,6 +15,8 @@ from typing import Any
 import attrs
 import scrapy
 from scrapy.http import HtmlResponse, Response, TextResponse
+from scrapy.linkextractors import LinkExtractor
+from scrapy.spiders import CrawlSpider, Rule
 from twisted.python.failure import Failure
 
 from neardup_scrapy.core.storage.base import StorageError
@@ -311,3 +313,28 @@ class LatencyAfter:
             self.file.write(json.dumps({"url": response.url, "seconds": seconds}) + "\n")
             self.file.flush()
         return response
+
+
+class SiteCrawlSpider(CrawlSpider):
+    """A ``CrawlSpider`` that follows every link within the start urls' hosts, one item per page.
+
+    Args:
+        start: start urls, comma-separated.
+    """
+
+    name = "sitecrawl"
+    rules = (Rule(LinkExtractor(), callback="parse_item", errback="failed", follow=True),)
+    failed = LinkSpider.failed
+
+    def __init__(self, start: str = "", **kwargs: Any) -> None:
+        self.start_urls = [u for u in start.split(",") if u]
+        self.allowed_domains = sorted(
+            {u.split("//", 1)[1].split(":", 1)[0].split("/", 1)[0] for u in self.start_urls}
+        )
+        super().__init__(**kwargs)
+
+    def parse_start_url(self, response: Response, **kwargs: Any) -> Any:
+        return self.parse_item(response)
+
+    def parse_item(self, response: Response) -> Iterator[dict[str, Any]]:
+        yield {"url": response.url, "title": response.css("title::text").get()}

@@ -108,7 +108,7 @@ def test_stdin_to_stdout(compress: bool) -> None:
     result = run_cli("scan", "-", "-o", "-", stdin=gzip.compress(data) if compress else data)
     assert result.returncode == EXIT_OK, result.stderr.decode()
     check_output(result.stdout.splitlines(), records, expected)
-    assert b"neardup: 40 pages" in result.stderr  # the summary goes to stderr
+    assert b"neardup: 42 pages" in result.stderr  # the summary goes to stderr
 
 
 def test_stdout_is_default_output_when_not_a_terminal(
@@ -135,7 +135,7 @@ def test_summary_and_verbose(
     assert len(duplicates) == sum(s != "unique" for s in expected.values())
     assert "pages.jsonl:21: exact J=1.000 H=0 http://127.0.0.1/post/0?utm_source=feed" in err
     summary = err.splitlines()[len(duplicates) :]
-    assert summary[0].startswith("neardup: 40 pages from 3 hosts")
+    assert summary[0].startswith("neardup: 42 pages from 3 hosts")
     assert any(line.strip().startswith("127.0.0.2") and "127.0.0.1" in line for line in summary)
     assert len(summary) <= 25
 
@@ -385,7 +385,7 @@ def test_report_gzip_and_stdout(report_file: Path) -> None:
     result = run_cli("report", str(gz), "-o", "-", "--summary")
     assert result.returncode == EXIT_OK
     assert result.stdout.startswith(b"<!DOCTYPE html>")
-    assert b"neardup: 40 pages" in result.stderr
+    assert b"neardup: 42 pages" in result.stderr
 
 
 def test_report_rejects_invalid_file(

@@ -87,7 +87,7 @@ def make_crawl(seed: int = 7, distinct: int = 20) -> tuple[list[dict[str, Any]],
     * ``distinct`` articles on http://127.0.0.1/ (unique);
     * 3 exact copies on 127.0.0.1 (another url, same page);
     * 4 near copies on 127.0.0.1 (one sentence changed);
-    * a mirror host http://127.0.0.2/ serving 8 of the articles in its own template;
+    * a mirror host http://127.0.0.2/ serving 10 of the articles in its own template;
     * 5 unique articles on http://127.0.0.3/, one given as ``body`` and one as plain ``text``.
 
     Returns:
@@ -109,7 +109,7 @@ def make_crawl(seed: int = 7, distinct: int = 20) -> tuple[list[dict[str, Any]],
         url = f"http://127.0.0.1/post/{i}/v2"
         records.append({"url": url, "html": f.html(f"Post {i}", f.edit(articles[i])), "id": 200 + i})
         expected[url] = "near"
-    for i in range(8, 16):
+    for i in range(6, 16):
         url = f"http://127.0.0.2/mirror/{i}.html"
         html = f.html(f"Post {i}", articles[i], site="Mirror site", extra="Mirrored content.")
         records.append({"url": url, "html": html, "id": 300 + i})

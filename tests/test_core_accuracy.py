@@ -100,7 +100,7 @@ def run(
     )
     metrics: dict[str, Any] = json.loads(out.read_text())
     metrics["mirror_pairs"] = {(m["host"], m["mirror_of"]) for m in det.report()["mirrors"]}
-    metrics["clusters"] = {url: tag["cluster"] for url, tag in tags.items()}
+    metrics["clusters"] = _clusters_of(tags)
     metrics["tags"] = tags
     pairs = metrics["source_pairs"]
     kinds = {k: round(v["recall"], 3) for k, v in metrics["recall_by_kind"].items()}
@@ -233,6 +233,26 @@ def test_scripts_without_spaces_are_matched_like_the_others(eval_docs: Path, doc
         and by_url[a]["lang"] != by_url[b]["lang"]
     ]
     assert not translations, translations[:5]
+
+
+def _clusters_of(tags: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The clusters the tags describe, as ``score.py`` reads them: pages sharing a ``cluster``
+    value or linked by ``duplicate_of`` (a tag names the representative its page met, and a
+    representative can change after: a merge, or an original replacing its copy)."""
+    parent = {url: url for url in tags}
+
+    def find(url: str) -> str:
+        while parent[url] != url:
+            parent[url] = parent[parent[url]]
+            url = parent[url]
+        return url
+
+    first: dict[str, str] = {}
+    for url, tag in tags.items():
+        for other in (tag["duplicate_of"], first.setdefault(tag["cluster"], url) if tag["cluster"] else None):
+            if other in parent:
+                parent[find(url)] = find(other)
+    return {url: find(url) if tags[url]["cluster"] else None for url in tags}
 
 
 def _pairs_in_clusters(clusters: dict[str, Any]) -> list[tuple[str, str]]:

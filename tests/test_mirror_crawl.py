@@ -1,4 +1,5 @@
-"""#10: a real crawl that fetches a mirror host and its origin at once names the mirror right.
+"""#10, #35: a real crawl that fetches a mirror host and its origin at once names the mirror
+right, never skips or drops the origin's pages, and skips the mirror once the pair is settled.
 
 Two loopback hosts serve the same articles, each in its own template; the copy's pages name the
 origin's as canonical (the evidence of direction: arrival order is none). A link-following
@@ -12,6 +13,7 @@ import json
 
 import pytest
 from e2e_crawl import run_crawl
+from e2e_mirror_site import crawl_both, mirror_paths, origin_paths
 from e2e_server import Site, article, html_page, loopback_available, serve
 
 pytestmark = pytest.mark.e2e
@@ -79,3 +81,67 @@ def test_a_mirror_crawled_with_its_origin_is_named_right_every_time(mode: str) -
         assert not [url for url, item in items.items() if url.startswith(a) and item["neardup"]["mirror_of"]]
         assert result.stat("neardup/mirror_hosts") in (0, 1)
     assert len(outcomes) == RUNS
+
+
+# -- #35: crawl-time decisions that never cost the original ---------------------------------------
+#: Crawls per worker mode here; ``benchmarks/bench_mirror_crawl.py`` runs 20 of each.
+RUNS_PER_MODE = 3
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("mode", ["inline", "process"])
+def test_skipping_mirrors_never_skips_the_origin(mode: str) -> None:
+    """The crawl of the issue: a template mirror without canonical links, smaller than its
+    origin, so a crawl that starts on both is ahead on the copy for a while. No request to the
+    origin is skipped, every origin page is fetched and reaches the spider untagged as a mirror,
+    and no log line names the origin a mirror."""
+    for _ in range(RUNS_PER_MODE):
+        run = crawl_both({"NEARDUP_WORKER": mode, "NEARDUP_SKIP_MIRRORS": True})
+        assert run.result.returncode == 0, run.result.log[-3000:]
+        assert run.origin_skipped == 0 and run.reversed_claims == 0, (run.skipped_urls, run.claims)
+        assert run.origin_fetched == set(origin_paths())
+        assert run.origin_items() == set(origin_paths())
+        assert not [i for i in run.result.items if run.origin_host in i["url"] and i["neardup"]["mirror_of"]]
+        report = json.loads((run.result.out / "report.json").read_text())
+        assert [(m["host"], m["mirror_of"]) for m in report["mirrors"]] == [
+            (run.mirror_host, run.origin_host)
+        ]
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("mode", ["inline", "process"])
+def test_a_settled_mirror_is_skipped_and_its_requests_given_up(mode: str) -> None:
+    """A mirror whose copies name the origin's pages canonical, paged one story at a time: the
+    pair is settled on the first copies and the rest of the mirror is skipped (the chain of its
+    pages is cut), while the origin is fetched whole; the skipped requests are given up at the
+    end, the pair holding whatever they are."""
+    for _ in range(RUNS_PER_MODE):
+        run = crawl_both({"NEARDUP_WORKER": mode, "NEARDUP_SKIP_MIRRORS": True}, canonical=True, nav="chain")
+        assert run.result.returncode == 0, run.result.log[-3000:]
+        assert run.origin_skipped == 0 and run.reversed_claims == 0
+        assert run.origin_fetched == set(origin_paths())
+        assert run.mirror_skipped >= 1 and len(run.mirror_fetched) < len(mirror_paths())
+        assert run.claims == [(run.mirror_host, run.origin_host)]
+        stats = run.result.stats
+        assert stats["neardup/mirror_requests_skipped"] == run.mirror_skipped
+        assert stats.get("neardup/mirror_requests_given_up", 0) == run.mirror_skipped
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("mode", ["inline", "process"])
+@pytest.mark.parametrize("canonical", [False, True], ids=["fast-mirror", "declared-slow-mirror"])
+def test_drop_mode_keeps_every_origin_page(mode: str, canonical: bool) -> None:
+    """In drop mode no page of the origin is dropped as a duplicate of its copy, whichever came
+    first: a page named canonical or on a settled mirror's origin replaces its copy as the
+    representative, and a cross-host duplicate with nothing telling which is the original is
+    kept (``neardup/not_dropped``). The mirror whose copies declare their origin and come after
+    it has its copies dropped."""
+    for _ in range(RUNS_PER_MODE):
+        nav = "chain" if canonical else "index"
+        run = crawl_both({"NEARDUP_WORKER": mode, "NEARDUP_ACTION": "drop"}, canonical=canonical, nav=nav)
+        assert run.result.returncode == 0, run.result.log[-3000:]
+        assert run.origin_items() == set(origin_paths())
+        dropped = [e["url"] for e in run.result.errbacks if e["exception"] == "DuplicatePage"]
+        assert all(run.mirror_host in url for url in dropped), dropped
+        if canonical:  # the copies declare their origin and come after it: dropped
+            assert dropped

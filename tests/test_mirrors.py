@@ -17,6 +17,8 @@ from neardup_scrapy.core.mirrors import (
     copies_most,
     mirror_pairs,
     read_evidence,
+    settled,
+    survives,
     undecided_pairs,
 )
 
@@ -304,3 +306,145 @@ def test_a_confirmed_mirror_stays_while_its_own_pages_arrive_and_goes_when_copie
         det.check(*own(i))
     det.report()
     assert det.mirror_of("127.0.0.2") is None
+
+
+# -- settled directions and the requests a crawl gives up -------------------------------------------
+def _crawl_with_skips(pages: list[tuple[str, str]], min_pages: int = 5, share: float = 0.5) -> dict[str, int]:
+    """A crawl of ``pages`` (``(host, document)`` in arrival order) that skips a host once its pair
+    is settled (:func:`settled`), fetches what it kept aside when the pair is withdrawn, and at the
+    end gives the kept pages up only where the pair :func:`survives` them (else fetches them and
+    decides again), as ``neardup_scrapy.mirrorskip`` does; returns the pages given up per host."""
+    ledger = MirrorLedger()
+    roots: dict[str, tuple[int, str]] = {}
+    counts: Counter[str] = Counter()
+    held: dict[str, list[str]] = {}
+    acting: set[tuple[str, str]] = set()
+
+    def fetch(host: str, doc: str) -> None:
+        counts[host] += 1
+        if doc in roots:
+            ledger.join(*roots[doc], host)
+        else:
+            roots[doc] = (len(roots), host)
+            ledger.new_document(host)
+
+    def refresh() -> dict[str, str]:
+        ev = ledger.evidence(counts)
+        pairs = {(p.host, p.mirror_of) for p in mirror_pairs(ev, min_pages, share)}
+        acting.intersection_update(pairs)
+        acting.update(p for p in pairs if settled(ev, *p, min_pages, share))
+        skipping = dict(sorted(acting))
+        for host in [h for h in held if h not in skipping]:
+            for doc in held.pop(host):
+                fetch(host, doc)
+        return skipping
+
+    for host, doc in pages:
+        if host in refresh():
+            held.setdefault(host, []).append(doc)
+        else:
+            fetch(host, doc)
+    while True:  # spider_idle
+        skipping = refresh()
+        ev = ledger.evidence(counts)
+        fetch_again = [
+            h
+            for h, docs in held.items()
+            if not survives(ev, h, skipping[h], len(docs), min_pages=min_pages, share=share, keep=0.5)
+        ]
+        if not fetch_again:
+            return {h: len(docs) for h, docs in held.items()}
+        for host in fetch_again:
+            for doc in held.pop(host):
+                fetch(host, doc)
+
+
+def _arrivals(
+    shared: int, origin_own: int, copy_own: int, seed: int, copy_speed: int
+) -> list[tuple[str, str]]:
+    """Pages of an origin ``o`` (``shared`` + ``origin_own`` documents) and of its copy ``m``
+    (``shared`` + ``copy_own``) in a crawl order: shuffled (``copy_speed`` 0), or the origin's
+    copied pages first while the copy is fetched ``copy_speed`` times faster (a crawl far ahead
+    on the copy: the order that makes counts name the origin the copy)."""
+    rng = random.Random(seed)
+    origin = [("o", f"s{i}") for i in range(shared)] + [("o", f"r{i}") for i in range(origin_own)]
+    copy = [("m", f"s{i}") for i in range(shared)] + [("m", f"t{i}") for i in range(copy_own)]
+    rng.shuffle(origin)
+    rng.shuffle(copy)
+    if not copy_speed:
+        pages = origin + copy
+        rng.shuffle(pages)
+        return pages
+    origin.sort(key=lambda page: not page[1].startswith("s"))
+    pages = []
+    while origin or copy:
+        pages += copy[:copy_speed] + origin[:1]
+        copy, origin = copy[copy_speed:], origin[1:]
+    return pages
+
+
+def _truth(pages: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    """The pairs on the evidence of every page."""
+    ledger = MirrorLedger()
+    roots: dict[str, tuple[int, str]] = {}
+    counts: Counter[str] = Counter()
+    for host, doc in pages:
+        counts[host] += 1
+        if doc in roots:
+            ledger.join(*roots[doc], host)
+        else:
+            roots[doc] = (len(roots), host)
+            ledger.new_document(host)
+    return {(p.host, p.mirror_of) for p in mirror_pairs(ledger.evidence(counts), 5, 0.5)}
+
+
+@given(
+    st.integers(5, 30),
+    st.integers(0, 40),
+    st.integers(0, 8),
+    st.integers(0, 2**31),
+    st.sampled_from([0, 1, 2, 3]),
+)
+@settings(max_examples=300, deadline=None)
+def test_no_page_is_given_up_unless_its_host_is_a_mirror_on_every_page(
+    shared: int, origin_own: int, copy_own: int, seed: int, copy_speed: int
+) -> None:
+    """Whatever the order -- shuffled, or a crawl far ahead on the copy, the order in which counts
+    of what has arrived name the origin the copy -- the pages a crawl gives up are pages of a host
+    that the evidence of all pages names a mirror: a claim on counts may settle the wrong way, but
+    the pages it kept aside are fetched before the end, because the claim would not hold whatever
+    they are."""
+    pages = _arrivals(shared, origin_own, copy_own, seed, copy_speed)
+    truth = _truth(pages)
+    for host, count in _crawl_with_skips(pages).items():
+        assert not count or (host, "o" if host == "m" else "m") in truth, (host, count, truth)
+
+
+def test_a_settled_copy_gives_most_of_its_pages_up() -> None:
+    """A copy of 20 of its origin's 47 documents, met in shuffled orders: skipped once settled, and
+    what it kept aside given up at the end (what skipping saves), the origin never."""
+    given_up = [_crawl_with_skips(_arrivals(20, 27, 3, seed, 0)) for seed in range(40)]
+    assert not any(g.get("o") for g in given_up)
+    assert sum(g.get("m", 0) for g in given_up) > 100  # 157 of the 40 copies' pages
+
+
+def test_settled_needs_a_margin_and_a_declaration_is_one() -> None:
+    ev = MirrorEvidence(
+        documents={"m": 12, "o": 14},
+        duplicated={"m": 10, "o": 10},
+        shared={"m": {"o": 10}, "o": {"m": 10}},
+    )
+    assert copies(ev, "m", "o", 5, 0.5) is True  # m is more completely made of o's documents
+    assert not settled(ev, "m", "o", 5, 0.5)  # by 2 documents: a crawl ahead on m flips that
+    ev.canonical = {"m": {"o": 5}}
+    assert settled(ev, "m", "o", 5, 0.5)  # five copies name the origin's pages canonical
+    ev.canonical = {"m": {"o": 5}, "o": {"m": 1}}
+    assert not settled(ev, "m", "o", 5, 0.5)
+    ev = MirrorEvidence(
+        documents={"m": 12, "o": 20},
+        duplicated={"m": 11, "o": 11},
+        shared={"m": {"o": 11}, "o": {"m": 11}},
+    )
+    assert settled(ev, "m", "o", 5, 0.5)  # copies 11 of 12 (5 to spare); o has 9 of its own, m 1
+    assert survives(ev, "m", "o", 3, min_pages=5, share=0.5, keep=0.5)
+    assert not survives(ev, "m", "o", 40, min_pages=5, share=0.5, keep=0.5)  # could be its own

@@ -164,13 +164,14 @@ def test_non_html_passes_untouched(env: Env, response: Response) -> None:
     response.request = Request(response.url)
     result = env.fetch(response)
     assert result is response and "neardup" not in response.meta and not response.flags
-    assert env.stat("neardup/skipped/non_html") == 1 and env.stat("neardup/pages") == 1
+    # not a page: counted on its own, not in the pages, the index or the report
+    assert env.stat("neardup/untouched/non_html") == 1 and env.stat("neardup/pages") == 0
 
 
 def test_error_status_passes_untouched(env: Env) -> None:
     response = html_response("http://a.test/missing", page(1), status=404)
     assert env.fetch(response) is response and "neardup" not in response.meta
-    assert env.stat("neardup/skipped/http_error") == 1
+    assert env.stat("neardup/untouched/http_error") == 1 and env.stat("neardup/pages") == 0
 
 
 def test_dont_neardup(env: Env) -> None:
@@ -179,7 +180,7 @@ def test_dont_neardup(env: Env) -> None:
     assert response.request is not None
     response.request.meta["dont_neardup"] = True
     assert env.fetch(response) is response and "neardup" not in response.meta
-    assert env.stat("neardup/skipped/dont_neardup") == 1 and env.stat("neardup/exact") == 0
+    assert env.stat("neardup/untouched/dont_neardup") == 1 and env.stat("neardup/exact") == 0
 
 
 def test_stale_tag_copied_from_another_response_is_removed(env: Env) -> None:
@@ -252,11 +253,12 @@ def test_drop_mode_raises_duplicate_page() -> None:
 
 
 def confirm_mirror(env: Env) -> None:
-    """b.test copies five of a.test's seven pages: it becomes its mirror (5 shared documents, the
-    default minimum; a.test is the origin, having pages b.test lacks)."""
-    for seed in range(7):
+    """b.test copies ten of a.test's fifteen pages: it becomes its mirror, its direction settled
+    (default margin 5: b.test copies most of what it has with 5 documents to spare, and a.test
+    has 5 more documents of its own)."""
+    for seed in range(15):
         env.fetch(html_response(f"http://a.test/{seed}", page(seed)))
-    for seed in range(5):
+    for seed in range(10):
         response = env.fetch(html_response(f"http://b.test/{seed}", page(seed)))
     assert response.meta["neardup"]["mirror_of"] == "a.test"
     assert env.stat("neardup/mirror_hosts") == 1
@@ -525,3 +527,24 @@ def test_worker_reports_open_errors() -> None:
     }
     with pytest.raises(WorkerError, match="connection refused"):
         DetectorWorker(init)
+
+
+def test_the_link_header_names_the_original() -> None:
+    """A copy checked first whose ``Link`` header names the original's address: the original,
+    when it comes, replaces it as the representative (never dropped: drop mode here), later
+    tags name it, and the report counts the copy as the duplicate."""
+    env = Env(NEARDUP_ACTION="drop")
+    try:
+        headers = {"Content-Type": "text/html", "Link": '<http://a.test/1>; rel="canonical"'}
+        copy = env.fetch(html_response("http://b.test/copy", page(1), headers=headers))
+        original = env.fetch(html_response("http://a.test/1", page(1)))  # not dropped
+        assert copy.meta["neardup"]["status"] == "unique"
+        assert original.meta["neardup"]["duplicate_of"] == "http://b.test/copy"  # checked against it
+        with pytest.raises(DuplicatePage) as later:
+            env.fetch(html_response("http://c.test/again", page(1), headers=headers))
+        assert later.value.verdict.duplicate_of == "http://a.test/1"
+        assert env.stat("neardup/not_dropped") == 1 and env.stat("neardup/dropped") == 1
+        hosts = {h["host"]: h for h in env.runtime.report()["hosts"]}
+        assert (hosts["a.test"]["unique"], hosts["b.test"]["exact"]) == (1, 1)
+    finally:
+        env.close()

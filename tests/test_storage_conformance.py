@@ -181,6 +181,9 @@ def test_skipped_and_host_counters(make_store: Factory) -> None:
         )
     )
     assert result is not None and result.host_pages == 2
+    # a url fetched again counts as a revisit of its host, nothing else
+    result = store.commit(Commit(record=None, keys=keys(), token=None, host="127.0.0.1", status="revisit"))
+    assert result is not None and result.doc_id == -1 and result.host_pages == 1
     counts = store.host_counts()
     assert vars(counts["127.0.0.1"]) == {
         "pages": 1,
@@ -190,6 +193,7 @@ def test_skipped_and_host_counters(make_store: Factory) -> None:
         "skipped": 1,
         "bytes": 1000,
         "duplicate_bytes": 0,
+        "revisits": 1,
     }
     assert vars(counts["127.0.0.2"]) == {
         "pages": 2,
@@ -199,6 +203,7 @@ def test_skipped_and_host_counters(make_store: Factory) -> None:
         "skipped": 0,
         "bytes": 1500,
         "duplicate_bytes": 1500,
+        "revisits": 0,
     }
     evidence = store.mirror_evidence()
     assert evidence.pages == {"127.0.0.1": 1, "127.0.0.2": 2}
@@ -272,6 +277,96 @@ def test_clusters_and_unions(make_store: Factory) -> None:
         "similarity": pytest.approx(0.9, abs=1e-3),
         "hamming": 1,
     }
+
+
+def test_promote_makes_a_page_the_representative(kind: str, make_store: Factory) -> None:
+    """``promote``: the page becomes its cluster's root, the old root takes its status and
+    similarity, the hosts' counters follow (the totals do not change), the mirror evidence stays
+    with the cluster, and later lookups, clusters and reports name the new representative --
+    also after reopening a persisted store."""
+    store = make_store()
+    store.open(SIGNATURE)
+    copy = add(store, record("http://127.0.0.2/copy", seed=1), keys(1))
+    other = add(store, record("http://127.0.0.2/other", seed=2), keys(2))
+    original = add(
+        store,
+        record("http://127.0.0.1/original", seed=3, parent=copy, status="near", similarity=0.9, hamming=2),
+        keys(1, 3),
+    )
+    third = add(
+        store,
+        record("http://127.0.0.3/third", seed=4, parent=copy, status="exact", similarity=1.0, hamming=0),
+        keys(),
+    )
+    before = {h: (c.unique, c.exact, c.near) for h, c in store.host_counts().items()}
+    assert before == {"127.0.0.2": (2, 0, 0), "127.0.0.1": (0, 0, 1), "127.0.0.3": (0, 1, 0)}
+    evidence = store.mirror_evidence()
+    assert store.promote(original) is True
+    assert store.promote(original) is False  # already the representative
+    assert store.promote(other) is False  # a cluster of one
+    after = {h: (c.unique, c.exact, c.near) for h, c in store.host_counts().items()}
+    assert after == {"127.0.0.2": (1, 0, 1), "127.0.0.1": (1, 0, 0), "127.0.0.3": (0, 1, 0)}
+    assert store.mirror_evidence() == evidence
+    batch = store.fetch(np.array([copy, original, third], dtype=np.int64))
+    assert batch.roots.tolist() == [original] * 3
+    assert batch.statuses == ["near", "unique", "exact"]
+    _, largest = store.clusters(max_clusters=5, max_members=5)
+    (cluster,) = largest
+    assert cluster["representative"] == "http://127.0.0.1/original"
+    assert cluster["members"][0]["url"] == "http://127.0.0.1/original"
+    by_url = {m["url"]: m for m in cluster["members"]}
+    assert by_url["http://127.0.0.2/copy"] == {
+        "url": "http://127.0.0.2/copy",
+        "status": "near",
+        "similarity": pytest.approx(0.9, abs=1e-3),
+        "hamming": 2,
+    }
+    # a page joining the cluster later (through the copy) counts on the new representative
+    joiner = add(
+        store,
+        record("http://127.0.0.4/j", seed=5, parent=copy, status="near", similarity=0.8, hamming=3),
+        keys(1),
+    )
+    assert store.fetch(np.array([joiner], dtype=np.int64)).roots.tolist() == [original]
+    assert store.mirror_evidence().shared["127.0.0.4"] == {"127.0.0.1": 1, "127.0.0.2": 1, "127.0.0.3": 1}
+    if kind != "memory":
+        store.close()
+        again = make_store()
+        again.open(SIGNATURE)
+        assert again.fetch(np.array([copy], dtype=np.int64)).roots.tolist() == [original]
+        assert {h: (c.unique, c.near) for h, c in again.host_counts().items()}["127.0.0.1"] == (1, 0)
+
+
+def test_promote_origins_promotes_the_origin_page_of_each_mirror_cluster(make_store: Factory) -> None:
+    """Clusters represented on a mirror host that hold a page of its origin get that page (the
+    earliest of the origin's) as representative; other clusters are left alone."""
+    store = make_store()
+    store.open(SIGNATURE)
+    roots, origins = [], []
+    for i in range(3):
+        root = add(store, record(f"http://127.0.0.2/c{i}", seed=10 + i), keys(10 + i))
+        roots.append(root)
+        origins.append(
+            add(
+                store,
+                record(f"http://127.0.0.1/o{i}", seed=20 + i, parent=root, status="near", similarity=0.9),
+                keys(10 + i),
+            )
+        )
+        again = record(f"http://127.0.0.1/p{i}", seed=30 + i, parent=root, status="exact", similarity=1.0)
+        add(store, again, keys())
+    lone = add(store, record("http://127.0.0.2/lone", seed=40), keys(40))
+    elsewhere = add(store, record("http://127.0.0.3/x", seed=41), keys(41))
+    add(
+        store,
+        record("http://127.0.0.1/y", seed=42, parent=elsewhere, status="near", similarity=0.9),
+        keys(41),
+    )
+    assert store.promote_origins({"127.0.0.2": "127.0.0.1"}) == 3
+    batch = store.fetch(np.array([*roots, lone, elsewhere], dtype=np.int64))
+    assert batch.roots.tolist() == [*origins, lone, elsewhere]
+    assert store.promote_origins({"127.0.0.2": "127.0.0.1"}) == 0
+    assert store.promote_origins({"nowhere.example": "127.0.0.1"}) == 0
 
 
 def test_reopen_keeps_everything(kind: str, make_store: Factory) -> None:
@@ -356,6 +451,37 @@ def test_detector_same_verdicts_as_memory(make_store: Factory) -> None:
     assert sum(v["status"] == "unique" for v in got) == 40
 
 
+def _originals(storage: IndexStorage | None) -> tuple[list[Any], Any, dict[str, int]]:
+    """Copies checked before their originals (canonical links, a mirror with none), revisits."""
+    from test_originals import canonical, copy_page, origin_page
+
+    det = NearDupDetector(storage=storage)
+    pages = [(f"http://m.example/c{i}", copy_page(f"P{i}", 200 + i)) for i in range(12)]
+    pages += [(f"http://o.example/p{i}", origin_page(f"P{i}", 200 + i)) for i in range(30)]
+    pages += [
+        (f"http://c.example/{i}", copy_page(f"Q{i}", 400 + i, canonical(f"http://o.example/q{i}")))
+        for i in range(3)
+    ]
+    pages += [(f"http://o.example/q{i}", origin_page(f"Q{i}", 400 + i)) for i in range(3)]
+    pages += pages[:2]  # fetched again
+    verdicts = [det.check(url, html) for url, html in pages]
+    report = det.report()
+    det.close()
+    return [v.to_dict() for v in verdicts], report, {v.url: v.counted for v in verdicts}
+
+
+def test_detector_keeps_the_original_on_every_store(make_store: Factory) -> None:
+    """The representative choice and the counts behind the store protocol (``promote``,
+    ``promote_origins``, revisit counters): every store gives the memory store's tags and report."""
+    expected, expected_report, counted = _originals(None)
+    got, report, _ = _originals(make_store())
+    assert got == expected
+    assert _nan_free(report) == _nan_free(expected_report)
+    assert all(c["representative"].startswith("http://o.example/") for c in report["clusters"])
+    assert report["totals"]["revisits"] == 2 and report["totals"]["pages"] == len(counted) + 2
+    assert report["totals"]["unique"] == 33  # 30 + 3 documents of the origin, none of the copies
+
+
 # -- the optional lookup_or_insert (one round trip for a page without candidate) ----------------
 
 
@@ -383,6 +509,7 @@ def test_lookup_or_insert_inserts_only_without_candidate(make_store: Factory) ->
         "near": 0,
         "skipped": 0,
         "bytes": 500,
+        "revisits": 0,
         "duplicate_bytes": 0,
     }
     # a candidate in any looked-up bucket: nothing changes, the answer is lookup's

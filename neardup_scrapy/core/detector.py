@@ -17,7 +17,12 @@ Per page, :meth:`NearDupDetector.check`:
    merged (union-find); the earliest representative stays;
 4. commits the page atomically (a shared store re-runs the check if another process changed
    a bucket meanwhile); the store updates per-host counters and the mirror evidence, from which
-   mirror hosts are named (:mod:`.mirrors`).
+   mirror hosts are named (:mod:`.mirrors`);
+5. keeps the original as the representative: a duplicate whose address its cluster's pages name
+   canonical (``<link rel=canonical>``, the HTTP ``Link`` header) replaces the representative in
+   its own commit, and :meth:`NearDupDetector.settle` (before a report) makes the origin's page
+   the representative of the clusters a mirror's page represents: arrival order decides which
+   page came first, not which one is the original.
 """
 
 from __future__ import annotations
@@ -28,7 +33,6 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urljoin
 
 import numpy as np
 
@@ -36,13 +40,13 @@ from .analysis import PageAnalysis, PageAnalyzer
 from .chance import ChanceFilter
 from .hosts import host_of
 from .minhash import estimate_jaccard
-from .mirrors import MirrorPair, copies, copies_most, mirror_pairs, undecided_pairs
+from .mirrors import MirrorPair, copies, copies_most, mirror_pairs, settled, survives, undecided_pairs
 from .native.sketch import heads_agree
 from .params import DetectorParams, describe_banding
 from .repeats import RepeatCache
 from .report_data import build_report
 from .simhash import hamming_many
-from .sketch import Sketch, resource_keys, url_key
+from .sketch import CANONICAL_TABLE, Sketch, canonical_key, resource_keys, url_key
 from .storage.base import (
     Commit,
     CommitResult,
@@ -53,6 +57,7 @@ from .storage.base import (
     StorageError,
 )
 from .storage.memory import MemoryStorage
+from .urls import canonical_address
 from .verdict import Status, Verdict
 from .verify import RULE_EXACT, RULE_MEMBER_COPY, PairRule, Passed, measured_similarity
 
@@ -79,6 +84,7 @@ class _Match:
     status: str
     root: int = -1
     root_url: str | None = None
+    root_host: str = ""
     similarity: float | None = None
     hamming: int | None = None
     matched_url: str | None = None
@@ -86,6 +92,8 @@ class _Match:
     reason: str = ""
     rule: str = ""
     before: str = "unique"
+    #: the candidate batch's pages by id (for the representative choice after the commit)
+    known: _Rows | None = None
 
 
 class NearDupDetector:
@@ -174,11 +182,17 @@ class NearDupDetector:
         #: Increases whenever :attr:`mirrors` changes (for processes that keep a copy of it).
         self.mirrors_version = 0
         self._confirmed: set[tuple[str, str]] = set()
+        #: confirmed pairs whose direction is settled (``mirrors``, the map the crawl acts on)
+        self._settled: set[tuple[str, str]] = set()
         self._undecided: set[tuple[str, str]] = set()
         self._mirror_checked = 0
         self._evidence_changed = False
-        self.counts: dict[str, int] = dict.fromkeys(("pages", "unique", "exact", "near", "skipped"), 0)
-        self.revisits = 0
+        #: Pages checked by this detector by what they added to the counts (``Verdict.counted``):
+        #: ``pages`` is the sum of the other five.
+        self.counts: dict[str, int] = dict.fromkeys(
+            ("pages", "unique", "exact", "near", "skipped", "revisits"), 0
+        )
+        self._canonical_keys: bool | None = None  # known at the first page (see _check_sketch)
         self.skip_reasons: dict[str, int] = {}
         self.started = time.time()
         logger.debug("neardup detector: %s", describe_banding(params))
@@ -196,6 +210,7 @@ class NearDupDetector:
         nbytes: int | None = None,
         started: float | None = None,
         parse: Callable[[], Any] | None = None,
+        canonical: str = "",
     ) -> Verdict:
         """Decide whether a page duplicates one seen before, and index it.
 
@@ -216,6 +231,8 @@ class NearDupDetector:
                 budget, CPU seconds of this thread (default: now).
             parse: returns the tree of ``html`` where the compiled pass cannot follow the
                 parser's events (see :class:`~.analysis.PageAnalyzer`); its exceptions propagate.
+            canonical: the address the HTTP ``Link: <...>; rel="canonical"`` header names (it
+                takes precedence over the page's ``<link rel=canonical>``).
 
         Raises:
             StorageError: the store failed (after its own retries).
@@ -231,13 +248,13 @@ class NearDupDetector:
                 excerpt, cached = repeat
                 if cached is None:
                     return self._skip(url, host, "no text")
-                return self._check_sketch(url, host, cached, excerpt, nbytes)
+                return self._check_sketch(url, host, cached, excerpt, nbytes, canonical=canonical)
         analysis = self._analyzer(
             url, html, text=text, tree=tree, encoding=encoding, started=started, parse=parse
         )
         if repeat_key is not None and analysis.skip_reason in (None, "no text"):
             self._repeats.put(repeat_key, analysis.excerpt, analysis.sketch)
-        return self.check_analysis(url, analysis, nbytes=nbytes)
+        return self.check_analysis(url, analysis, nbytes=nbytes, canonical=canonical)
 
     def analyze(
         self,
@@ -256,32 +273,70 @@ class NearDupDetector:
             url, html, text=text, tree=tree, encoding=encoding, started=started, parse=parse
         )
 
-    def check_analysis(self, url: str, analysis: PageAnalysis, *, nbytes: int = 0) -> Verdict:
+    def check_analysis(
+        self, url: str, analysis: PageAnalysis, *, nbytes: int = 0, canonical: str = ""
+    ) -> Verdict:
         """The index half of :meth:`check`: decide and record a page analysed before.
 
         ``analysis`` may come from another process (:class:`~.analysis.PageAnalyzer` with the
         same parameters); verdicts are those :meth:`check` gives for the same pages in the same
-        order.
+        order. ``canonical`` as in :meth:`check`.
 
         Raises:
             StorageError: the store failed (after its own retries).
         """
         if analysis.sketch is None:
             return self._skip(url, analysis.host, analysis.skip_reason or "no text")
-        return self._check_sketch(url, analysis.host, analysis.sketch, analysis.excerpt, nbytes)
+        return self._check_sketch(
+            url, analysis.host, analysis.sketch, analysis.excerpt, nbytes, canonical=canonical
+        )
 
     def skip(self, url: str, reason: str) -> Verdict:
         """Count a page as skipped (not HTML, too large, opted out...) without checking it."""
         return self._skip(url, host_of(url), reason)
 
+    @property
+    def revisits(self) -> int:
+        """Pages whose url was checked before (``counts["revisits"]``)."""
+        return self.counts["revisits"]
+
     def mirror_of(self, host: str) -> str | None:
-        """The origin host that ``host`` has been confirmed to mirror (its strongest), if any."""
+        """The origin host that ``host`` has been confirmed to mirror (its strongest), if any,
+        once the direction is settled (:func:`~.mirrors.settled`)."""
         return self._mirrors.get(host)
 
     @property
     def mirrors(self) -> dict[str, str]:
-        """``{mirror host: strongest origin host}`` confirmed so far."""
+        """``{mirror host: strongest origin host}`` of the pairs confirmed so far whose direction
+        is settled: what a crawl may act on (skip the mirror's requests, tag its pages)."""
         return dict(self._mirrors)
+
+    def settle(self) -> int:
+        """Decide the mirror pairs on the whole index as it is now and make, in every cluster
+        represented on a mirror host, the mirror's origin's page the representative (what the
+        report and the exports show). Called by :meth:`report`; returns the clusters changed."""
+        self._refresh_mirrors(force=True)
+        rounds: list[dict[str, str]] = []  # a mirror of several origins: one origin per round
+        for pair in self.mirror_pairs():  # strongest first: its origin's pages go first
+            free = next((r for r in rounds if pair.host not in r), None)
+            if free is None:
+                rounds.append(free := {})
+            free[pair.host] = pair.mirror_of
+        return sum(self.storage.promote_origins(origins) for origins in rounds)
+
+    def surviving_mirrors(self, unseen: dict[str, int]) -> dict[str, str]:
+        """Of the mirror hosts in ``unseen`` (``{host: pages a crawl gave up on it}``), those
+        whose pair holds whatever those pages turn out to be (:func:`~.mirrors.survives`), with
+        their origin. Reads the evidence afresh (the map of :attr:`mirrors` too)."""
+        self._refresh_mirrors(force=True)
+        min_pages, share = self.params.mirror_min_pages, self.params.mirror_share
+        ev = self.storage.mirror_evidence(min_pages, _MIRROR_KEEP * share)
+        return {
+            host: origin
+            for host, count in unseen.items()
+            if (origin := self._mirrors.get(host)) is not None
+            and survives(ev, host, origin, count, min_pages=min_pages, share=share, keep=_MIRROR_KEEP)
+        }
 
     def mirror_pairs(self) -> list[MirrorPair]:
         """Every (mirror host, origin host) pair the index's evidence supports now."""
@@ -298,7 +353,9 @@ class NearDupDetector:
         dropped: int = 0,
         storage_errors: int = 0,
     ) -> dict[str, Any]:
-        """The JSON-serialisable report (format ``neardup-report/1``; see README)."""
+        """The JSON-serialisable report (format ``neardup-report/1``; see README), after
+        :meth:`settle`."""
+        self.settle()
         return build_report(
             self.storage,
             self.params,
@@ -386,7 +443,12 @@ class NearDupDetector:
         dropped = set(chance.chance_rows(batch.signatures, batch.simhashes, batch.urls))
         return batch.rows([i for i in range(len(batch)) if i not in dropped]) if dropped else batch
 
-    def _check_sketch(self, url: str, host: str, sketch: Sketch, raw: str, nbytes: int) -> Verdict:
+    def _check_sketch(
+        self, url: str, host: str, sketch: Sketch, raw: str, nbytes: int, *, canonical: str = ""
+    ) -> Verdict:
+        address = canonical_address(url, canonical or sketch.canonical)
+        if self._canonical_keys is None:  # canonical keys only where no content table reaches theirs
+            self._canonical_keys = 1 + sketch.bands + sketch.simhash_tables < CANONICAL_TABLE
         keys = self._keys(url, sketch)
         exact_only = sketch.tokens < self.params.min_tokens
         lookup_or_insert: LookupOrInsert | None = getattr(self.storage, "lookup_or_insert", None)
@@ -394,7 +456,7 @@ class NearDupDetector:
             if lookup_or_insert is not None:
                 # A page without candidate is unique: the store commits it in the lookup's step.
                 match = self._no_candidate(exact_only)
-                provisional = self._commit_for(url, host, sketch, match, None, nbytes, keys)
+                provisional = self._commit_for(url, host, sketch, match, None, nbytes, keys, address)
                 ids, token, result = lookup_or_insert(keys, provisional)
                 if result is not None:
                     break
@@ -402,15 +464,22 @@ class NearDupDetector:
                 ids, token = self.storage.lookup(keys)
             match = self._decide(url, sketch, self._candidates(ids, url, sketch), exact_only)
             if match.status == "revisit":
+                self.storage.commit(
+                    Commit(record=None, keys=_EMPTY_KEYS, token=None, host=host, status="revisit")
+                )
                 return self._revisit(url, host, sketch, match, exact_only)
-            result = self.storage.commit(self._commit_for(url, host, sketch, match, token, nbytes, keys))
+            result = self.storage.commit(
+                self._commit_for(url, host, sketch, match, token, nbytes, keys, address)
+            )
             if result is not None:
                 break
         else:
             raise StorageError(
                 f"index kept changing under page {url}; gave up after {_MAX_COMMIT_ATTEMPTS} tries"
             )
-        return self._finish(url, host, sketch, raw, match, result=result, exact_only=exact_only)
+        return self._finish(
+            url, host, sketch, raw, match, result=result, exact_only=exact_only, address=address
+        )
 
     def _commit_for(  # noqa: PLR0917 (benchmarks/bench_core.py passes token and nbytes positionally)
         self,
@@ -421,12 +490,15 @@ class NearDupDetector:
         token: object,
         nbytes: int,
         keys: np.ndarray[Any, np.dtype[np.uint64]] | None = None,
+        address: str = "",
     ) -> Commit:
         """The store changes for one decided page.
 
         ``keys`` are the page's lookup keys (content keys, then the url key) when already
         computed. Exact duplicates add only their address's keys (resource and url): by content
-        they are found through their root.
+        they are found through their root. ``address``: the address the page names canonical
+        (:func:`~.urls.canonical_address`); the page is also indexed under its canonical key, so
+        the page at that address finds it.
         """
         if keys is None:
             keys = self._keys(url, sketch)
@@ -442,6 +514,12 @@ class NearDupDetector:
             commit_keys[-2] = resource_keys(url, self.params.seed)[1]
         else:
             commit_keys = keys
+        named_key = None
+        if self._canonical_keys:
+            if address:
+                commit_keys = np.append(commit_keys, canonical_key(address, self.params.seed))
+            if match.status in ("exact", "near"):
+                named_key = int(canonical_key(url, self.params.seed))
         record = DocRecord(
             url=url,
             host=host,
@@ -455,8 +533,7 @@ class NearDupDetector:
             added=time.time(),
             profile=sketch.profile,
         )
-        linked = sketch.canonical.startswith(("http://", "https://", "//"))
-        canonical = host_of(sketch.canonical) if linked else ""
+        canonical = host_of(address) if address else ""
         return Commit(
             record=record,
             keys=commit_keys,
@@ -466,6 +543,7 @@ class NearDupDetector:
             status=match.status,
             canonical_host=canonical if canonical and canonical != host else None,
             nbytes=nbytes,
+            named_key=named_key,
         )
 
     def _finish(
@@ -478,7 +556,9 @@ class NearDupDetector:
         *,
         result: CommitResult,
         exact_only: bool,
+        address: str = "",
     ) -> Verdict:
+        replaced = self._original_of(url, host, match, result, address)
         self.counts["pages"] += 1
         self.counts[match.status] += 1
         if match.status != "unique" or host in self._mirrors:
@@ -497,11 +577,20 @@ class NearDupDetector:
                     "b": {"url": url, "text": right},
                 }
             )
-        if self._keep_excerpts and match.status == "unique":
+        if self._keep_excerpts and (match.status == "unique" or replaced):
             self._excerpts[result.doc_id] = raw[:_CACHED_CHARS]  # folded when shown
             while len(self._excerpts) > self._keep_excerpts:
                 self._excerpts.popitem(last=False)
         status: Status = match.status  # type: ignore[assignment]
+        # a cross-host duplicate is the copy when it names another host canonical or its host
+        # is a settled mirror; otherwise nothing tells yet which of the two pages is the original
+        undecided = (
+            match.status != "unique"
+            and not replaced
+            and match.root_host not in ("", host)
+            and not (address and host_of(address) != host)
+            and host not in self._mirrors
+        )
         return Verdict(
             url=url,
             host=host,
@@ -511,18 +600,49 @@ class NearDupDetector:
             hamming=match.hamming,
             cluster=url if match.status == "unique" else match.root_url,
             mirror_of=self._mirrors.get(host),
-            reason=match.reason,
+            reason=f"{match.reason}; it replaces it as the representative: {replaced}"
+            if replaced
+            else match.reason,
             rule=match.rule,
             matched=match.matched_url,
             tokens=sketch.tokens,
             exact_only=exact_only,
             doc_id=result.doc_id,
-            canonical=_canonical_link(url, sketch.canonical),
+            canonical=address or None,
+            undecided=undecided,
+            replaced=match.root_url if replaced else None,
         )
+
+    def _original_of(self, url: str, host: str, match: _Match, result: CommitResult, address: str) -> str:
+        """Why the page just committed replaced the representative it matched (it is its
+        original), or ``""`` when it did not.
+
+        The original is the page whose address the cluster's pages name canonical: the store
+        made it the representative in the commit (:attr:`Commit.named_key`), in commit order,
+        so a shared index evolves as one process checking its pages in that order would make
+        it. A page that names another page of its cluster canonical makes that page the
+        representative too (when the candidates hold it). The origin's pages of a mirror pair
+        are made representatives by :meth:`settle`, on the pairs of the whole index (a
+        process's view of the pairs while it checks depends on when it last read them).
+        """
+        if match.status not in ("exact", "near") or match.known is None:
+            return ""
+        if result.promoted:
+            return f"the canonical address of {match.root_url}"
+        if address and address != match.root_url:
+            named = match.known.by_url(address)
+            if named is not None and named != match.root and self._same_cluster(named, result.doc_id):
+                self.storage.promote(named)
+        return ""
+
+    def _same_cluster(self, a: int, b: int) -> bool:
+        batch = self.storage.fetch(np.array([a, b], dtype=np.int64))
+        return len(batch) == 2 and int(batch.roots[0]) == int(batch.roots[1])
 
     def _revisit(self, url: str, host: str, sketch: Sketch, match: _Match, exact_only: bool) -> Verdict:
         """A url checked before: the same page, reported as it was, indexed once."""
-        self.revisits += 1
+        self.counts["pages"] += 1
+        self.counts["revisits"] += 1
         status: Status = match.before  # type: ignore[assignment]
         return Verdict(
             url=url,
@@ -538,15 +658,18 @@ class NearDupDetector:
             tokens=sketch.tokens,
             exact_only=exact_only,
             doc_id=match.root,
-            canonical=_canonical_link(url, sketch.canonical),
+            canonical=canonical_address(url, sketch.canonical) or None,
+            revisit=True,
         )
 
     def _refresh_mirrors(self, force: bool = False) -> None:
         """Name mirror hosts from the store's evidence (see ``_MIRROR_REFRESH_MAX``).
 
-        A pair once confirmed stays while the two still share ``mirror_min_pages`` documents,
-        the mirror's copies are at least half of ``mirror_share`` of its documents and no
-        evidence reverses the direction: a mirror is named on a majority of its documents, and
+        :attr:`mirrors` holds the confirmed pairs whose direction is settled
+        (:func:`~.mirrors.settled`). A pair once confirmed stays while the two still share
+        ``mirror_min_pages`` documents, the mirror's copies are at least half of
+        ``mirror_share`` of its documents and no evidence reverses the direction: a mirror is
+        named on a majority of its documents, and
         the pages of its own that a crawl happens to reach before the rest of its copies do not
         withdraw it; a host whose copies fall to a small share of what it serves is withdrawn.
         """
@@ -567,10 +690,41 @@ class NearDupDetector:
                 and copies(ev, host, origin, min_pages, share) is not False
             ):
                 strength[(host, origin)] = shared
+        for host, origin in self._settled - set(strength):
+            # A settled direction is not undone by the comparisons of counts it was settled
+            # against (they flip as a crawl gets ahead on one host): only the reverse direction
+            # settled in turn reverses it.
+            shared = ev.shared.get(host, {}).get(origin, 0)
+            if (
+                shared >= min_pages
+                and copies_most(ev, host, min_pages, _MIRROR_KEEP * share)
+                and not (
+                    copies(ev, origin, host, min_pages, share) and settled(ev, origin, host, min_pages, share)
+                )
+            ):
+                strength[(host, origin)] = shared
         confirmed = set(strength)
-        for host, origin in sorted(confirmed - self._confirmed):
-            logger.info("neardup: %s mirrors %s (%d pages in common)", host, origin, strength[(host, origin)])
-        for host, origin in sorted(self._confirmed - confirmed):
+        # A pair is acted on once its direction is settled (see mirrors.settled), and stays so
+        # while it stays confirmed.
+        settled_now = {
+            pair for pair in confirmed if pair in self._settled or settled(ev, *pair, min_pages, share)
+        }
+        for host, origin in sorted(settled_now - self._settled):
+            logger.info(
+                "neardup: %s mirrors %s (%d documents in common; the direction is settled)",
+                host,
+                origin,
+                strength[(host, origin)],
+            )
+        for host, origin in sorted(confirmed - settled_now - self._confirmed):
+            logger.debug(
+                "neardup: %s looks like a mirror of %s (%d documents in common); the direction is not "
+                "settled yet",
+                host,
+                origin,
+                strength[(host, origin)],
+            )
+        for host, origin in sorted(self._settled - settled_now):
             logger.info("neardup: %s no longer looks like a mirror of %s", host, origin)
         for pair in undecided_pairs(ev, min_pages, share):
             if pair not in self._undecided:
@@ -579,8 +733,9 @@ class NearDupDetector:
                     "neardup: %s and %s serve the same pages; nothing tells which copies the other", *pair
                 )
         self._confirmed = confirmed
+        self._settled = settled_now
         strongest: dict[str, tuple[int, str]] = {}
-        for host, origin in confirmed:
+        for host, origin in settled_now:
             n = strength[(host, origin)]
             if host not in strongest or (n, origin) > strongest[host]:
                 strongest[host] = (n, origin)
@@ -660,6 +815,8 @@ class NearDupDetector:
                 "near",
                 root=roots[row],
                 root_url=rep.url,
+                root_host=rep.host,
+                known=known,
                 similarity=rep.similarity,
                 hamming=rep.hamming,
                 matched_url=batch.urls[row],
@@ -762,6 +919,8 @@ class NearDupDetector:
             "near",
             root=final_root,
             root_url=final.url,
+            root_host=final.host,
+            known=known,
             similarity=final.similarity,
             hamming=final.hamming,
             matched_url=batch.urls[best_row],
@@ -811,6 +970,10 @@ class _Rows:
         """The profile of a page of the batch."""
         return self._docs[doc_id].profile
 
+    def by_url(self, url: str) -> int | None:
+        """The id of the page at ``url`` among those at hand, if any."""
+        return next((doc_id for doc_id, doc in self._docs.items() if doc.url == url), None)
+
     def _add(self, batch: DocBatch) -> None:
         sims = estimate_jaccard(self._sketch.stored, batch.signatures).tolist()
         dists = hamming_many(self._sketch.simhash, batch.simhashes).tolist()
@@ -821,16 +984,6 @@ class _Rows:
             self._docs[doc_id] = _Doc(
                 batch.urls[i], batch.hosts[i], similarity, dists[i], profiles[i], batch.signatures[i]
             )
-
-
-def _canonical_link(url: str, href: str) -> str | None:
-    """The absolute url of a ``<link rel=canonical>`` href (``None`` without one)."""
-    if not href:
-        return None
-    try:
-        return urljoin(url, href.strip())
-    except ValueError:
-        return None
 
 
 def _excerpt(text: str) -> str:

@@ -25,6 +25,25 @@ clusters and clusters merge (:class:`MirrorLedger`); :func:`mirror_pairs` decide
 
 An archive or aggregator copies several origins: it gets one pair per origin. A copy is never
 named as the origin of a host that also copies that copy's own origin.
+
+**Settled directions.** A crawl acts on a pair (skips the mirror's requests, keeps the origin's
+page as its documents' representative) only once its direction is *settled* (:func:`settled`):
+decided on evidence that the order in which pages arrive cannot flip. Counts of what has arrived
+can always be flipped by what has not arrived yet -- a copy crawled faster than its origin holds,
+for a while, "documents of its own" that are only its origin's pages not fetched yet -- so:
+
+* a **declaration** settles it: the copy's pages name the other host's pages as canonical, in at
+  least ``min_pages`` more pages than the other names it. A canonical link says the same
+  whenever its page is read; arrival order only changes how many have been read;
+* **counts** settle it only with a margin of ``min_pages`` documents on both sides of the
+  claim: the mirror copies most of what it has by ``min_pages`` documents (that many more
+  documents of its own would not change it), and the origin has ``min_pages`` more documents
+  of its own (on no other host) than the mirror has. A crawl that is merely ahead on one host
+  flips a comparison of small counts, not one with a margin of the size it takes to pair two
+  hosts at all.
+
+When a crawl has given requests up on a settled pair, :func:`survives` tells, at its end,
+whether the pair would hold whatever those requests turn out to be.
 """
 
 from __future__ import annotations
@@ -146,6 +165,18 @@ class MirrorLedger:
         self.dropped_clusters.add(root)
         self.dirty_clusters.discard(root)
         self.dirty_clusters.add(into)
+
+    def rename(self, root: int, new_root: int) -> None:
+        """Cluster ``root`` is now named by ``new_root`` (its representative changed)."""
+        hosts = self.cluster_hosts.pop(root, None)
+        if hosts is None or root == new_root:
+            if hosts is not None:
+                self.cluster_hosts[root] = hosts
+            return
+        self.cluster_hosts[new_root] = hosts
+        self.dropped_clusters.add(root)
+        self.dirty_clusters.discard(root)
+        self.dirty_clusters.add(new_root)
 
     def canonical_link(self, host: str, target: str) -> None:
         """A page of ``host`` names ``target`` (another host) as its canonical location."""
@@ -296,3 +327,68 @@ def undecided_pairs(ev: MirrorEvidence, min_pages: int, share: float) -> list[tu
         for host, origin in _candidates(ev, min_pages, share, None)
         if host < origin and copies(ev, host, origin, min_pages, share) is None
     )
+
+
+def _own(ev: MirrorEvidence, host: str) -> int:
+    """Documents of ``host`` that no other host has (so far)."""
+    return ev.documents.get(host, 0) - ev.duplicated.get(host, 0)
+
+
+def _declared(ev: MirrorEvidence, host: str, origin: str) -> int:
+    """Pages of ``host`` naming ``origin`` canonical, less the pages of ``origin`` naming ``host``."""
+    return ev.canonical.get(host, {}).get(origin, 0) - ev.canonical.get(origin, {}).get(host, 0)
+
+
+def settled(ev: MirrorEvidence, host: str, origin: str, min_pages: int, share: float) -> bool:
+    """Whether the direction "``host`` copies ``origin``" is settled (see the module docstring).
+
+    Assumes the pair is confirmed (:func:`mirror_pairs`). Either ``host``'s pages name
+    ``origin`` canonical in ``min_pages`` more pages than the reverse, or (no canonical link
+    pointing the other way) ``host`` copies most of what it has with ``min_pages`` documents
+    to spare -- ``duplicated >= share * documents + min_pages`` -- and ``origin`` has
+    ``min_pages`` more documents on no other host than ``host`` has.
+    """
+    declared = _declared(ev, host, origin)
+    if declared >= min_pages:
+        return True
+    if declared < 0:
+        return False
+    surplus = ev.duplicated.get(host, 0) - share * ev.documents.get(host, 0)
+    return surplus >= min_pages and _own(ev, origin) - _own(ev, host) >= min_pages
+
+
+def survives(
+    ev: MirrorEvidence, host: str, origin: str, unseen: int, *, min_pages: int, share: float, keep: float
+) -> bool:
+    """Whether the pair "``host`` mirrors ``origin``" holds whatever ``unseen`` more pages of
+    ``host`` turn out to be (the requests a crawl gave up on it, when nothing else is left to
+    come).
+
+    Each unseen page may be a document of ``host``'s own (the copy copies less) or a copy of one
+    of ``origin``'s own documents (the origin looks more like a copy); every split of them is
+    tried, with no canonical link among them. The pair holds when, in every case, ``host`` still
+    copies at least ``keep * share`` of its documents (the share a confirmed pair keeps) and the
+    direction is still decided for it (:func:`copies` is ``True``: not reversed, nor left
+    undecided).
+    """
+    own_host = ev.duplicated.get(host, 0)
+    if own_host < max(min_pages, keep * share * (ev.documents.get(host, 0) + unseen)):
+        return False  # every unseen page a document of its own
+    origin_own = max(0, _own(ev, origin))
+    for copied in range(min(unseen, origin_own) + 1):
+        if copies(_with_unseen(ev, host, origin, unseen, copied), host, origin, min_pages, share) is not True:
+            return False
+    return True
+
+
+def _with_unseen(ev: MirrorEvidence, host: str, origin: str, unseen: int, copied: int) -> MirrorEvidence:
+    """The evidence had ``host``'s ``unseen`` pages been ``copied`` copies of ``origin``'s own
+    documents and the rest documents of ``host``'s own."""
+    documents, duplicated = dict(ev.documents), dict(ev.duplicated)
+    documents[host] = documents.get(host, 0) + unseen
+    duplicated[host] = duplicated.get(host, 0) + copied
+    duplicated[origin] = duplicated.get(origin, 0) + copied
+    shared = dict(ev.shared)
+    shared[host] = {**shared.get(host, {}), origin: shared.get(host, {}).get(origin, 0) + copied}
+    shared[origin] = {**shared.get(origin, {}), host: shared.get(origin, {}).get(host, 0) + copied}
+    return MirrorEvidence(ev.pages, documents, duplicated, shared, ev.canonical)

@@ -36,6 +36,10 @@ def build_report(
 ) -> dict[str, Any]:
     """Assemble the report; every list is capped so a million-page crawl stays a few MB.
 
+    A page is every response the index counted: ``pages = unique + exact + near + skipped +
+    revisits`` (totals and per host); a host's ``duplicate_share`` is ``(exact + near)`` over its
+    checked pages (``unique + exact + near``).
+
     Args:
         storage: the detector's store (counters, clusters).
         params: the detector's parameters (recorded in the report).
@@ -68,11 +72,12 @@ def build_report(
         hosts.append(
             {
                 "host": host,
-                "pages": c.pages + c.skipped,
+                "pages": c.pages + c.skipped + c.revisits,
                 "unique": c.unique,
                 "exact": c.exact,
                 "near": c.near,
                 "skipped": c.skipped,
+                "revisits": c.revisits,
                 "duplicate_share": round((c.exact + c.near) / checked, 4) if checked else 0.0,
                 "mirror_of": mirror_of.get(host),
             }
@@ -89,11 +94,12 @@ def build_report(
         {**example, "a": _redacted(example["a"]), "b": _redacted(example["b"])} for example in examples
     ]
     totals = {
-        "pages": sum(c.pages + c.skipped for c in counts.values()),
+        "pages": sum(c.pages + c.skipped + c.revisits for c in counts.values()),
         "unique": sum(c.unique for c in counts.values()),
         "exact": sum(c.exact for c in counts.values()),
         "near": sum(c.near for c in counts.values()),
         "skipped": sum(c.skipped for c in counts.values()),
+        "revisits": sum(c.revisits for c in counts.values()),
         "dropped": dropped,
         "clusters": sum(size_hist.values()),
         "mirror_hosts": len(mirrors),

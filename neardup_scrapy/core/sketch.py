@@ -2,7 +2,8 @@
 
 The compiled pass (:mod:`neardup_scrapy.core.native.page`) computes them; :class:`Sketch` holds
 them as numpy views. Bucket keys are uint64: the top 8 bits name the table (0: exact digests,
-1..b: MinHash bands, then the SimHash block tables, 253/254: url resources, 255: urls), the low
+1..b: MinHash bands, then the SimHash block tables, 252: canonical addresses, 253/254: url
+resources, 255: urls), the low
 56 bits the bucket. With
 ``scope="host"`` every content key is salted with the host, so only pages of one host meet.
 """
@@ -28,6 +29,10 @@ URL_TABLE = 255
 #: its resource, a url with one a *view* of it.
 RESOURCE_BASE_TABLE = 253
 RESOURCE_VIEW_TABLE = 254
+#: Table of the canonical keys (:func:`canonical_key`): a page that names another address
+#: canonical is indexed under that address, so the page at it finds its copies.
+CANONICAL_TABLE = 252
+_CANONICAL_SALT = 0x43414E4F4E494341
 _LOW56 = (1 << 56) - 1
 _BASE_SALT = 0x5245534F55524345
 _VIEW_SALT = 0x56494557565F4B59
@@ -99,6 +104,14 @@ class Sketch:
 def url_key(url: str, seed: int) -> np.uint64:
     """The bucket key of a url (table :data:`URL_TABLE`): the same url is the same page."""
     return np.uint64((string_hash(url, seed) & _LOW56) | (URL_TABLE << 56))
+
+
+def canonical_key(address: str, seed: int) -> np.uint64:
+    """The bucket key (table :data:`CANONICAL_TABLE`) under which the pages that name ``address``
+    canonical are indexed. The scheme is left out: a page fetched as ``http://`` is the address
+    its copies name as ``https://``."""
+    where = address.partition("://")[2] or address
+    return np.uint64((string_hash(where, seed ^ _CANONICAL_SALT) & _LOW56) | (CANONICAL_TABLE << 56))
 
 
 def resource_of(url: str) -> str:

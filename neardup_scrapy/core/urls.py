@@ -1,4 +1,5 @@
-"""Urls as shown to people: reports, exports and log lines never print a secret a url carries.
+"""Urls as shown to people (reports, exports and log lines never print a secret a url carries),
+and the canonical address a page names.
 
 Two kinds of url carry secrets:
 
@@ -24,9 +25,16 @@ sequence from a crawled url.
 from __future__ import annotations
 
 import re
-from urllib.parse import unquote, unquote_plus
+from urllib.parse import unquote, unquote_plus, urldefrag, urljoin
 
-__all__ = ["REDACTED", "redact_connection_url", "redact_url", "scrub"]
+__all__ = [
+    "REDACTED",
+    "canonical_address",
+    "parse_link_header",
+    "redact_connection_url",
+    "redact_url",
+    "scrub",
+]
 
 REDACTED = "***"
 
@@ -119,3 +127,56 @@ def scrub(text: str, url: str) -> str:
     if url in text:  # and the url itself, should it be quoted whole
         text = text.replace(url, redact_connection_url(url))
     return text
+
+
+def canonical_address(url: str, href: str) -> str:
+    """The absolute address a page at ``url`` names canonical with ``href`` (a ``<link
+    rel=canonical>`` href or a ``Link`` header target, absolute or relative), without its
+    fragment; ``""`` for none, for one that is not ``http(s)``, or for the page's own url."""
+    href = href.strip()
+    if not href:
+        return ""
+    if href.startswith(("http://", "https://")):  # the usual case, without urljoin's parse
+        address = href.partition("#")[0]
+    else:
+        try:
+            address = urldefrag(urljoin(url, href))[0]
+        except ValueError:  # an invalid IPv6 literal, ...
+            return ""
+        if not address.startswith(("http://", "https://")):
+            return ""
+    return "" if address == url.partition("#")[0] else address
+
+
+def parse_link_header(values: list[str]) -> str:
+    """The target of the first ``rel="canonical"`` link of HTTP ``Link`` header values
+    (RFC 8288: ``<https://a.example/x>; rel="canonical"``; several links per value, comma
+    separated); ``""`` when none."""
+    for value in values:
+        for link in _split_links(value):
+            target, _, params = link.partition(">")
+            target = target.strip()
+            if not target.startswith("<"):
+                continue
+            for param in params.split(";"):
+                name, _, rel = param.strip().partition("=")
+                if name.strip().lower() == "rel" and "canonical" in rel.strip().strip('"').lower().split():
+                    return target[1:].strip()
+    return ""
+
+
+def _split_links(value: str) -> list[str]:
+    """``Link`` header value split at the commas between links (not those inside ``<...>`` or quotes)."""
+    links, start, depth, quoted = [], 0, 0, False
+    for i, char in enumerate(value):
+        if char == '"' and depth == 0:
+            quoted = not quoted
+        elif char == "<" and not quoted:
+            depth += 1
+        elif char == ">" and not quoted:
+            depth = max(0, depth - 1)
+        elif char == "," and depth == 0 and not quoted:
+            links.append(value[start:i])
+            start = i + 1
+    links.append(value[start:])
+    return links

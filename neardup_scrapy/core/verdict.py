@@ -33,6 +33,16 @@ class Verdict:
             (or as another view of its own address: verification rule 6).
         doc_id: position of the page in the index (``None`` when skipped or not stored).
         canonical: the absolute url of the page's ``<link rel=canonical>``, if it has one.
+        revisit: the url was checked before; ``status`` and the rest are what it got then, and
+            the page counts as a revisit (``neardup/revisits``), not again by its status.
+        replaced: for a duplicate that replaced the page it duplicates as its cluster's
+            representative (it is the original of that copy, checked before it: the address the
+            copy names canonical, or a page of the host the copy's host mirrors), that page's
+            url; ``None`` otherwise. Such a page keeps its status (it came after its copy) but
+            is never dropped, and later pages name it.
+        undecided: a duplicate of a page of another host with nothing yet telling which of the
+            two is the original (no canonical link naming another address, no settled mirror
+            direction between the hosts): drop mode keeps it.
     """
 
     url: str
@@ -50,11 +60,25 @@ class Verdict:
     exact_only: bool = False
     doc_id: int | None = None
     canonical: str | None = None
+    revisit: bool = False
+    replaced: str | None = None
+    undecided: bool = False
 
     @property
     def is_duplicate(self) -> bool:
         """True for ``exact`` and ``near``."""
         return self.status in ("exact", "near")
+
+    @property
+    def counted(self) -> str:
+        """What the page adds to the counts: ``"revisits"`` for a revisit, else its status."""
+        return "revisits" if self.revisit else self.status
+
+    @property
+    def droppable(self) -> bool:
+        """Whether drop mode drops the page: a duplicate that is not undecided and did not
+        replace its copy as the representative."""
+        return self.is_duplicate and not self.undecided and self.replaced is None
 
     def to_dict(self) -> dict[str, Any]:
         """The tag object: ``status, duplicate_of, similarity, hamming, cluster, mirror_of``."""
@@ -76,5 +100,8 @@ class Verdict:
             matched=self.matched,
             tokens=self.tokens,
             exact_only=self.exact_only,
+            revisit=self.revisit,
+            replaced=self.replaced,
+            undecided=self.undecided,
         )
         return data

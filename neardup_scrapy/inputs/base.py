@@ -34,6 +34,7 @@ class Unit:
         encoding: the body's charset when its headers name one.
         reason: set when the reader already knows the record cannot be checked.
         problem: that reason is a defect of the input.
+        canonical: the target of the response's ``Link: <...>; rel="canonical"`` header.
     """
 
     number: int
@@ -44,6 +45,7 @@ class Unit:
     encoding: str | None = None
     reason: str | None = None
     problem: bool = False
+    canonical: str = ""
 
 
 @dataclass(slots=True)
@@ -60,6 +62,7 @@ class Record:
         reason: why it is not checked (``None``: it is checked).
         problem: the reason is a defect of the input.
         nbytes: the body's size.
+        canonical: the target of the response's ``Link`` canonical header (archives).
     """
 
     url: str | None
@@ -71,6 +74,7 @@ class Record:
     reason: str | None = None
     problem: bool = False
     nbytes: int = 0
+    canonical: str = ""
 
 
 def decode(unit: Unit, max_body_bytes: int, tag_key: str = "neardup") -> Record:
@@ -87,7 +91,9 @@ def decode(unit: Unit, max_body_bytes: int, tag_key: str = "neardup") -> Record:
         body = unit.payload
         if max_body_bytes and len(body) > max_body_bytes:
             return Record(url=unit.url, reason=TOO_LARGE)
-        return Record(url=unit.url, content=body, encoding=unit.encoding, nbytes=len(body))
+        return Record(
+            url=unit.url, content=body, encoding=unit.encoding, nbytes=len(body), canonical=unit.canonical
+        )
     try:
         data: Any = json.loads(unit.payload)
     except RecursionError:

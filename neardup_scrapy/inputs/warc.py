@@ -8,6 +8,8 @@ import zlib
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
+from neardup_scrapy.core.urls import parse_link_header
+
 from .base import PAGE, TOO_LARGE, InputFormatError, Unit
 
 _CHARSET = re.compile(r"charset\s*=\s*[\"']?([A-Za-z0-9._:-]+)", re.IGNORECASE)
@@ -157,7 +159,16 @@ def _unit(record: Any, number: int, max_body_bytes: int) -> Unit:
     if max_body_bytes and len(body) > max_body_bytes:
         return Unit(number, PAGE, b"", url=url, record_id=record_id, reason=TOO_LARGE)
     match = _CHARSET.search(content_type)
-    return Unit(number, PAGE, body, url=url, record_id=record_id, encoding=match.group(1) if match else None)
+    links = [value for name, value in http.headers if name.lower() == "link"]
+    return Unit(
+        number,
+        PAGE,
+        body,
+        url=url,
+        record_id=record_id,
+        encoding=match.group(1) if match else None,
+        canonical=parse_link_header(links),
+    )
 
 
 def is_html_response(unit: Unit) -> bool:

@@ -373,7 +373,8 @@ def _top_hosts_svg(hosts: list[Any], rows: int = TOP_HOSTS) -> str:
 def _totals_section(report: Mapping[str, Any]) -> str:
     totals = _map(report.get("totals"))
     pages = _fmt.as_int(totals.get("pages"))
-    checked = pages - _fmt.as_int(totals.get("skipped"))
+    revisits = _fmt.as_int(totals.get("revisits"))
+    checked = pages - _fmt.as_int(totals.get("skipped")) - revisits
     dups = _fmt.as_int(totals.get("exact")) + _fmt.as_int(totals.get("near"))
     total_bytes = _fmt.as_int(totals.get("bytes"))
     saved = _fmt.as_int(totals.get("bytes_saved"))
@@ -398,6 +399,7 @@ def _totals_section(report: Mapping[str, Any]) -> str:
             False,
         ),
         ("skipped", _fmt.count(totals.get("skipped")), "not checked", False),
+        ("revisits", _fmt.count(revisits), "urls fetched again", False),
         ("dropped", _fmt.count(totals.get("dropped")), "by the crawl", False),
         ("clusters", _fmt.count(totals.get("clusters")), "of 2+ pages", False),
         ("mirror hosts", _fmt.count(totals.get("mirror_hosts")), "", False),

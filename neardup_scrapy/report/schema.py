@@ -11,11 +11,14 @@ Top level (all keys required; unknown keys are allowed and ignored, for forward 
     tool            {"name": string, "version": string}
     params          object: the detector parameters (DetectorParams.as_dict())
     totals          object of integers >= 0:
-                      pages         pages seen (checked + skipped)
-                      unique        pages that started a cluster
-                      exact         pages with the same main text as an earlier page
-                      near          pages near-identical to an earlier page
-                      skipped       pages not checked (not HTML, no text, ...)
+                      pages         pages seen: unique + exact + near + skipped + revisits
+                      unique        pages that represent a cluster (its first page, or the
+                                    original that replaced a copy checked before it)
+                      exact         pages with the same main text as their representative
+                      near          pages near-identical to their representative
+                      skipped       pages tagged but not checked (too large, no text, ...)
+                      revisits      pages whose url was checked before (optional: reports
+                                    written before it was added have none)
                       dropped       pages or items the crawl dropped as duplicates
                       clusters      clusters with at least two pages
                       mirror_hosts  hosts confirmed as mirrors of another host
@@ -24,6 +27,7 @@ Top level (all keys required; unknown keys are allowed and ignored, for forward 
                       storage_errors pages passed through because the index store failed
     hosts           list, most pages first, capped (hosts_total gives the full count):
                       {"host": string, "pages", "unique", "exact", "near", "skipped": int >= 0,
+                       "revisits": int >= 0 (optional),
                        "duplicate_share": number 0..1 (exact + near over checked pages),
                        "mirror_of": string or null}
     hosts_total     int >= 0: number of hosts seen
@@ -212,12 +216,16 @@ def validate_report(data: Any) -> None:
 
     totals = _object(_field(top, "totals", ""), "totals")
     _counts(totals, TOTALS_KEYS, "totals")
+    if "revisits" in totals:
+        _count(totals["revisits"], "totals.revisits")
 
     for i, item in enumerate(_list(_field(top, "hosts", ""), "hosts")):
         path = f"hosts[{i}]"
         host = _object(item, path)
         _string(_field(host, "host", path), path + ".host")
         _counts(host, ("pages", "unique", "exact", "near", "skipped"), path)
+        if "revisits" in host:
+            _count(host["revisits"], path + ".revisits")
         _share(_field(host, "duplicate_share", path), path + ".duplicate_share")
         _string(_field(host, "mirror_of", path), path + ".mirror_of", nullable=True)
     _count(_field(top, "hosts_total", ""), "hosts_total")

@@ -128,7 +128,8 @@ def format_summary(report: Mapping[str, Any], max_lines: int = 25) -> list[str]:
     totals = _map(report.get("totals"))
     pages = _fmt.as_int(totals.get("pages"))
     skipped = _fmt.as_int(totals.get("skipped"))
-    checked = pages - skipped
+    revisits = _fmt.as_int(totals.get("revisits"))
+    checked = pages - skipped - revisits
     dups = _fmt.as_int(totals.get("exact")) + _fmt.as_int(totals.get("near"))
     total_bytes = _fmt.as_int(totals.get("bytes"))
     saved = _fmt.as_int(totals.get("bytes_saved"))
@@ -140,7 +141,7 @@ def format_summary(report: Mapping[str, Any], max_lines: int = 25) -> list[str]:
         f"{_fmt.nbytes(total_bytes)} checked, {_fmt.nbytes(saved)} in duplicates "
         f"({_fmt.percent(saved, total_bytes)})",
         f"  unique {_fmt.count(totals.get('unique'))}  exact {_fmt.count(totals.get('exact'))}  "
-        f"near {_fmt.count(totals.get('near'))}  skipped {skipped:,}  "
+        f"near {_fmt.count(totals.get('near'))}  skipped {skipped:,}  revisits {revisits:,}  "
         f"dropped {_fmt.count(totals.get('dropped'))}",
         f"  duplicates {dups:,} of {checked:,} checked {'page' if checked == 1 else 'pages'} "
         f"({_fmt.percent(dups, checked)}) in {_fmt.plural(_fmt.as_int(totals.get('clusters')), 'cluster')}",

@@ -13,6 +13,10 @@ hashing and all the decisions; a store only answers three calls per page:
    ``None`` and the detector checks the page again. That compare-and-insert makes a shared store
    (Redis) safe: two processes that see near-duplicates at once can never both record an original.
 
+Two more calls keep a cluster's representative the original (see :meth:`IndexStorage.promote`):
+a page that copies came before (their canonical address, or a page of a mirror's origin host)
+becomes its cluster's representative, and the page it replaces counts as the duplicate.
+
 A store may also offer the optional :meth:`IndexStorage.lookup_or_insert` (the detector looks it
 up with ``getattr``): steps 1 and 3 in one atomic call for the common page that has no candidate
 at all, so a server-backed store answers it in one round trip instead of two.
@@ -202,9 +206,16 @@ class Commit:
             bucket has changed since.
         unions: ``(root, new_root)`` pairs: cluster ``root`` joins cluster ``new_root``.
         host: host counter to increment.
-        status: ``unique``, ``exact``, ``near`` or ``skipped``.
+        status: ``unique``, ``exact``, ``near``, ``skipped`` or ``revisit`` (a url checked
+            before, fetched again: ``record`` is ``None`` and only the host's ``revisits``
+            counter changes).
         canonical_host: the host the page's canonical link names, when it is another host.
         nbytes: size of the page's body, for the bytes-saved figure.
+        named_key: for a duplicate, the canonical key of its own address
+            (:func:`~neardup_scrapy.core.sketch.canonical_key`): when a page of the cluster it
+            joins is indexed under that key (it names this page's address canonical), the store
+            makes this page the representative in the same atomic step (as :meth:`IndexStorage.promote`)
+            and says so in :attr:`CommitResult.promoted`.
 
     A duplicate joins the cluster of ``record.parent``; the store updates the cluster's host
     counts and the mirror evidence (:class:`~neardup_scrapy.core.mirrors.MirrorLedger`).
@@ -218,6 +229,7 @@ class Commit:
     status: str = "unique"
     canonical_host: str | None = None
     nbytes: int = 0
+    named_key: int | None = None
 
 
 @dataclass(frozen=True)
@@ -227,15 +239,23 @@ class CommitResult:
     Attributes:
         doc_id: id given to the page (``-1`` for a skipped page).
         host_pages: pages of the host counted so far (skipped excluded).
+        promoted: the page was made its cluster's representative (see :attr:`Commit.named_key`).
     """
 
     doc_id: int
     host_pages: int
+    promoted: bool = False
 
 
 @dataclass
 class HostCounts:
-    """Per-host counters."""
+    """Per-host counters.
+
+    ``pages`` counts the host's indexed pages (``unique + exact + near``); ``skipped`` and
+    ``revisits`` are counted beside it. ``duplicate_bytes`` are the bytes of the pages whose
+    document was in the index when they were checked (what a crawl could have saved), whichever
+    page later represents the document.
+    """
 
     pages: int = 0
     unique: int = 0
@@ -244,6 +264,7 @@ class HostCounts:
     skipped: int = 0
     bytes: int = 0
     duplicate_bytes: int = 0
+    revisits: int = 0
 
 
 #: Type of a bound ``lookup_or_insert`` method (see :class:`IndexStorage`).
@@ -289,6 +310,26 @@ class IndexStorage(Protocol):
 
     def commit(self, commit: Commit) -> CommitResult | None:
         """Apply ``commit`` atomically; ``None`` if a bucket changed since its token was taken."""
+
+    def promote(self, doc_id: int) -> bool:
+        """Make page ``doc_id`` the representative (root) of its cluster, atomically.
+
+        The page it replaces takes the page's status, similarity and Hamming distance (the pair
+        is the same pair both ways) and the page becomes ``unique``; the two hosts' counters move
+        accordingly (the totals do not change) and the cluster keeps its mirror evidence under
+        its new root. Pages that pointed at the old root now reach the new one through it.
+
+        Returns:
+            ``False`` when the page already was its cluster's root (nothing changed).
+        """
+
+    def promote_origins(self, origins: Mapping[str, str]) -> int:
+        """For every cluster whose representative is on a host ``m`` of ``origins`` and that
+        holds a page of ``origins[m]``, :meth:`promote` the earliest such page.
+
+        Returns:
+            The number of clusters whose representative changed.
+        """
 
     def url_of(self, doc_id: int) -> str:
         """Url of a page."""

@@ -36,7 +36,7 @@ from .base import (
     rank_candidates,
 )
 from .sqlite import summarize_clusters
-from .unionfind import all_roots, find_root
+from .unionfind import all_roots, find_root, origin_members
 
 
 class MemoryStorage:
@@ -163,6 +163,9 @@ class MemoryStorage:
         counts = self._host_counts.get(commit.host)
         if counts is None:
             counts = self._host_counts[commit.host] = HostCounts()
+        if commit.status == "revisit":
+            counts.revisits += 1
+            return CommitResult(doc_id=-1, host_pages=counts.pages)
         if commit.status == "skipped" or commit.record is None:
             counts.skipped += 1
             return CommitResult(doc_id=-1, host_pages=counts.pages)
@@ -200,7 +203,58 @@ class MemoryStorage:
         setattr(counts, commit.status, getattr(counts, commit.status) + 1)
         if commit.status != "unique":
             counts.duplicate_bytes += commit.nbytes
-        return CommitResult(doc_id=doc_id, host_pages=counts.pages)
+        promoted = (
+            commit.named_key is not None and record.parent >= 0 and self._named(doc_id, commit.named_key)
+        )
+        return CommitResult(
+            doc_id=doc_id, host_pages=counts.pages, promoted=promoted and self.promote(doc_id)
+        )
+
+    def promote(self, doc_id: int) -> bool:
+        """Make page ``doc_id`` its cluster's representative (see the protocol)."""
+        root = self._find(doc_id)
+        if root == doc_id:
+            return False
+        status = int(self._status[doc_id])
+        self._parents[doc_id] = doc_id
+        self._parents[root] = doc_id
+        self._status[root] = status
+        self._status[doc_id] = STATUS_CODES["unique"]
+        self._similarity[root] = self._similarity[doc_id]
+        self._hamming[root] = self._hamming[doc_id]
+        self._similarity[doc_id] = np.nan
+        self._hamming[doc_id] = -1
+        name = STATUS_NAMES[status]
+        if name != "unique":
+            promoted, demoted = (
+                self._host_counts[self._host_at(doc_id)],
+                self._host_counts[self._host_at(root)],
+            )
+            setattr(promoted, name, getattr(promoted, name) - 1)
+            promoted.unique += 1
+            demoted.unique -= 1
+            setattr(demoted, name, getattr(demoted, name) + 1)
+        self._ledger.rename(root, doc_id)
+        self._ledger.clear_dirty()
+        return True
+
+    def _named(self, doc_id: int, key: int) -> bool:
+        """Whether a page of ``doc_id``'s cluster is indexed under ``key`` (names it canonical)."""
+        root = self._find(doc_id)
+        ids = self._buckets.lookup(np.array([key], dtype=np.uint64), BUCKET_CAP).tolist()
+        return any(self._find(int(i)) == root for i in ids if i != doc_id)
+
+    def promote_origins(self, origins: Mapping[str, str]) -> int:
+        """Promote the origin's pages of clusters represented on a mirror (see the protocol)."""
+        codes = {
+            self._hosts[m]: self._hosts[o]
+            for m, o in origins.items()
+            if m in self._hosts and o in self._hosts
+        }
+        if not codes or not len(self):
+            return 0
+        chosen = origin_members(self._all_roots(), self._host_of.all().astype(np.int64), codes)
+        return sum(self.promote(doc) for doc in chosen)
 
     # -- lookups for reports ---------------------------------------------------------------------
     def url_of(self, doc_id: int) -> str:

@@ -88,6 +88,7 @@ from .redis_store import (
     _LUA_MIRROR,
     _LUA_SHARDS,
     _STATUS_CHAR,
+    _UNIQUE_TAIL,
     RedisStorage,
     _bytes,
     _roots,
@@ -97,6 +98,7 @@ from .redis_store import (
     safe_url,
 )
 from .sqlite import summarize_clusters
+from .unionfind import origin_members
 
 logger = logging.getLogger(__name__)
 
@@ -286,13 +288,43 @@ end
 return out
 """
 
+# A page becomes its cluster's representative (IndexStorage.promote), on {P}: the page table's
+# parents, the hosts' counters (``st``: the page's status char) and the cluster's evidence key.
+# Returns the old root (-1: nothing changed). The records' heads (other slots) are swapped after,
+# by _LUA_SET_TAIL.
+_LUA_PROMOTE_IN_TABLE = r"""
+local function promote_in_table(doc, st)
+  local root = find(doc)
+  if root < 0 or root == doc then return -1 end
+  local dkey, dat = entry(doc)
+  local rkey, rat = entry(root)
+  redis.call('SETRANGE', dkey, dat, struct.pack('<I4', doc + 1))
+  redis.call('SETRANGE', rkey, rat, struct.pack('<I4', doc + 1))
+  if st ~= 'u' then
+    local hd, hr = host_of(doc), host_of(root)
+    redis.call('HINCRBY', P .. ':hc', st .. '|' .. hd, -1)
+    redis.call('HINCRBY', P .. ':hc', 'u|' .. hd, 1)
+    redis.call('HINCRBY', P .. ':hc', 'u|' .. hr, -1)
+    redis.call('HINCRBY', P .. ':hc', st .. '|' .. hr, 1)
+  end
+  if redis.call('EXISTS', P .. ':ch:' .. root) == 1 then
+    redis.call('RENAME', P .. ':ch:' .. root, P .. ':ch:' .. doc)
+  end
+  return root
+end
+"""
+
 # ARGV: 1 P, 2 snapshot, 3 written fields (6 bytes each), 4 '<i4i4' doc and given parent, 5 host,
 #   6 status char, 7 canonical host, 8 nbytes, 9 unions, 10 looked-up fields, 11 client, 12 client seq,
-#   13 deadline, 14 seen ids (u32 each), 15 log size, 16 hand out a next id (0/1)
-# -> {doc, host pages, seq, next id}; doc -2 on conflict; error NEARDUP_LATE past the deadline
+#   13 deadline, 14 seen ids (u32 each), 15 log size, 16 hand out a next id (0/1), 17 the ids (u32
+#   each) under the field of Commit.named_key, read while the page was written
+# -> {doc, host pages, seq, next id, old root}; doc -2 on conflict; error NEARDUP_LATE past the
+#   deadline; old root >= 0 when a page of the cluster named the page's address canonical and it
+#   became the representative (its record and the old root's are swapped by _LUA_SET_TAIL after)
 _LUA_COMMIT = (
     _LUA_TABLE
     + _LUA_MIRROR
+    + _LUA_PROMOTE_IN_TABLE
     + r"""
 if redis.replicate_commands then redis.replicate_commands() end
 if redis.call('EXISTS', M) == 0 then return redis.error_reply('NEARDUP_NOINDEX') end
@@ -301,9 +333,10 @@ local function next_id()
   if ARGV[16] == '1' then return redis.call('HINCRBY', M, 'next', 1) - 1 end
   return -1
 end
+local OLD_ROOT = -1
 local function reply(doc)
   local r = commit_result(doc)
-  return {r[1], r[2], tonumber(redis.call('HGET', M, 'seq')), next_id()}
+  return {r[1], r[2], tonumber(redis.call('HGET', M, 'seq')), next_id(), OLD_ROOT}
 end
 local function remember(doc)
   if ARGV[11] ~= '' then redis.call('SET', P .. ':n:' .. ARGV[11], ARGV[12] .. ':' .. doc, 'EX', 3600) end
@@ -311,9 +344,9 @@ end
 local done = replayed()
 if done then return reply(done) end
 local host, status = ARGV[5], ARGV[6]
-if status == 's' then
+if status == 's' or status == 'r' then
   if late() then return redis.error_reply('NEARDUP_LATE') end
-  redis.call('HINCRBY', HC, 's|' .. host, 1)
+  redis.call('HINCRBY', HC, status .. '|' .. host, 1)
   remember(-1)
   return reply(-1)
 end
@@ -370,6 +403,17 @@ end
 local canon = ARGV[7]
 if canon ~= '' and canon ~= host then bump(P .. ':cn:' .. host, canon, 1) end
 redis.call('HINCRBY', M, 'count', 1)
+local named = ARGV[17] or ''
+if root >= 0 and named ~= '' then
+  local mine = find(doc)
+  for j = 1, #named - 3, 4 do
+    local id = struct.unpack('<I4', named, j)
+    if id ~= doc and find(id) == mine then
+      OLD_ROOT = promote_in_table(doc, status)
+      break
+    end
+  end
+end
 -- an index created again (NEARDUP_NOINDEX) under a commit in flight: never hand out its id again
 if tonumber(redis.call('HGET', M, 'next')) <= doc then redis.call('HSET', M, 'next', doc + 1) end
 redis.call('HINCRBY', HC, 'p|' .. host, 1)
@@ -382,6 +426,37 @@ return reply(doc)
 """
 )
 
+# ARGV: P, doc, its status code, doc, status code, ... -> doc, old root, ... for the docs that changed
+_LUA_PROMOTE_TABLE = (
+    _LUA_TABLE
+    + _LUA_PROMOTE_IN_TABLE
+    + r"""
+local NAMES = {[0] = 'u', [1] = 'e', [2] = 'n'}
+local out = {}
+for i = 2, #ARGV - 1, 2 do
+  local doc = tonumber(ARGV[i])
+  local root = promote_in_table(doc, NAMES[tonumber(ARGV[i + 1])] or 'u')
+  if root >= 0 then
+    out[#out + 1] = doc
+    out[#out + 1] = root
+  end
+end
+return out
+"""
+)
+
+# KEYS[1] a hash of records; ARGV: field, 4 bytes, ... -> bytes 4..7 of each record's head
+# (status, Hamming distance, similarity) replaced
+_LUA_SET_TAIL = r"""
+for i = 1, #ARGV - 1, 2 do
+  local rec = redis.call('HGET', KEYS[1], ARGV[i])
+  if rec and #rec >= 8 then
+    redis.call('HSET', KEYS[1], ARGV[i], string.sub(rec, 1, 4) .. ARGV[i + 1] .. string.sub(rec, 9))
+  end
+end
+return 1
+"""
+
 _SCRIPTS = {
     "group_read": _LUA_GROUP_READ,
     "group_add": _LUA_GROUP_ADD,
@@ -393,6 +468,8 @@ _SCRIPTS = {
     "mirror_tables": _LUA_MIRROR_TABLES,
     "commit": _LUA_COMMIT,
     "heads": _LUA_HEADS,
+    "promote": _LUA_PROMOTE_TABLE,
+    "set_tail": _LUA_SET_TAIL,
 }
 
 
@@ -636,7 +713,7 @@ class RedisClusterStorage(RedisStorage):
         skipped = commit.status == "skipped" or record is None
         token = commit.token if isinstance(commit.token, ClusterToken) else None
         doc, given = -1, -1
-        written = b""
+        written = named = payload = b""
         if not skipped and record is not None:
             if self._next_id < 0:
                 self._begin(alloc=True)
@@ -644,7 +721,11 @@ class RedisClusterStorage(RedisStorage):
             self._next_id = -1  # taken: whatever happens, not used twice
             fields = bucket_fields(commit.keys) if len(commit.keys) else []
             written = b"".join(fields)
-            self._write(doc, pack_record(record), fields)
+            payload = pack_record(record)
+            read = None
+            if commit.named_key is not None and given >= 0:
+                read = bucket_fields(np.array([commit.named_key], dtype=np.uint64))[0]
+            named = self._write(doc, payload, fields, read=read)
         unions = b"".join(struct.pack("<ii", int(a), int(b)) for a, b in commit.unions)
         self._seq += 1
         args: list[Any] = [
@@ -653,7 +734,9 @@ class RedisClusterStorage(RedisStorage):
             written,
             struct.pack("<ii", doc, given),
             _bytes(commit.host),
-            _STATUS_CHAR["skipped" if skipped else commit.status],
+            _STATUS_CHAR[
+                commit.status if commit.status == "revisit" else "skipped" if skipped else commit.status
+            ],
             _bytes(commit.canonical_host or ""),
             int(commit.nbytes),
             unions,
@@ -664,6 +747,7 @@ class RedisClusterStorage(RedisStorage):
             token.seen if token else b"",
             self.log_size,
             1,
+            named,
         ]
         if token is None and not skipped:
             args[9] = written  # no lookup: any page entering these buckets since the snapshot conflicts
@@ -678,7 +762,11 @@ class RedisClusterStorage(RedisStorage):
             self.conflicts += 1
             self._orphans.append(doc)
             return None
-        return self._commit_result(reply)
+        old_root = int(reply[4]) if len(reply) > 4 else -1
+        if old_root >= 0:  # promoted on {P}: now the records' heads
+            self._set_tails({doc: _UNIQUE_TAIL, old_root: payload[4:8]})
+        result = self._commit_result(reply)
+        return CommitResult(doc_id=result.doc_id, host_pages=result.host_pages, promoted=old_root >= 0)
 
     # -- round trips -----------------------------------------------------------------------------
     def _record_at(self, doc: int) -> tuple[str, bytes]:
@@ -740,8 +828,9 @@ class RedisClusterStorage(RedisStorage):
                     live.add(doc)
         return live
 
-    def _write(self, doc: int, payload: bytes, fields: list[bytes]) -> None:
-        """The page's record and bucket entries (not committed yet), and drop records of conflicted ids."""
+    def _write(self, doc: int, payload: bytes, fields: list[bytes], read: bytes | None = None) -> bytes:
+        """The page's record and bucket entries (not committed yet), and drop records of conflicted
+        ids; in the same pipeline, the first ids of bucket ``read`` (returned; ``b""``: none)."""
         by_group: dict[int, list[bytes]] = {}
         for field in fields:
             by_group.setdefault(field_group(field, self.groups), []).append(field)
@@ -761,9 +850,13 @@ class RedisClusterStorage(RedisStorage):
                 self._script_in(pipe, sha, base, base, self._load, self._maxval, packed, *group_fields)
             for old in orphans:
                 pipe.hdel(*self._record_at(old))
+            if read is not None:
+                base = self._group_bases[field_group(read, self.groups)]
+                self._script_in(pipe, self._shas["group_read"], base, base, read)
 
-        self._pipeline(write, "write")
+        replies = self._pipeline(write, "write")
         del self._orphans[: len(orphans)]
+        return bytes(replies[-1][0]) if read is not None else b""
 
     def _script_in(self, pipe: Any, sha: str, key_base: str, *args: Any) -> None:
         """Queue script ``sha`` on the slot of ``key_base`` in a cluster pipeline.
@@ -850,6 +943,11 @@ class RedisClusterStorage(RedisStorage):
 
     def _page_table(self) -> tuple[I64Array, I64Array]:
         """``(ids, parents)`` of every committed page, from the page table."""
+        ids, parents, _ = self._page_table_hosts()
+        return ids, parents
+
+    def _page_table_hosts(self) -> tuple[I64Array, I64Array, I64Array]:
+        """``(ids, parents, host codes)`` of every committed page, from the page table."""
         total = int(self._call(lambda: self._client.hget(f"{self._base}:m", "next"), "clusters") or 0)
         chunks: list[bytes] = []
         step = 1 << 16
@@ -861,7 +959,68 @@ class RedisClusterStorage(RedisStorage):
             np.frombuffer(b"".join(chunks), dtype="<u4").reshape(-1, 2) if chunks else np.zeros((0, 2), "<u4")
         )
         ids = np.flatnonzero(table[:, 0] > 0).astype(np.int64)
-        return ids, table[ids, 0].astype(np.int64) - 1
+        return ids, table[ids, 0].astype(np.int64) - 1, table[ids, 1].astype(np.int64) - 1
+
+    def promote(self, doc_id: int) -> bool:
+        """Make page ``doc_id`` its cluster's representative (see the protocol): the page
+        table, counters and evidence in one script on ``{P}``, then the two records' heads."""
+        return self._promote([int(doc_id)]) > 0
+
+    def promote_origins(self, origins: Mapping[str, str]) -> int:
+        """Promote the origin's pages of clusters represented on a mirror (see the protocol):
+        one read of the page table, then :meth:`promote` for the pages chosen."""
+        names = sorted(set(origins) | set(origins.values()))
+        raw = self._call(
+            lambda: self._client.hmget(f"{self._base}:hk", [_bytes(h) for h in names]), "promote"
+        )
+        code = {h: int(c) for h, c in zip(names, raw, strict=True) if c is not None}
+        wanted = {code[m]: code[o] for m, o in origins.items() if m in code and o in code}
+        if not wanted:
+            return 0
+        ids, parents, hosts = self._page_table_hosts()
+        if not len(ids):
+            return 0
+        chosen = origin_members(_roots(ids, parents), hosts, wanted, ids)
+        return sum(self._promote(chosen[start : start + 1000]) for start in range(0, len(chosen), 1000))
+
+    def _promote(self, docs: list[int]) -> int:
+        if not docs:
+            return 0
+        heads = self._heads(docs)
+        args: list[Any] = [self._base]
+        for doc, head in zip(docs, heads, strict=True):
+            if len(head) >= 16:
+                args += [doc, _HEAD.unpack(bytes(head))[1]]
+        if len(args) == 1:
+            return 0
+        tails = {doc: bytes(head)[4:8] for doc, head in zip(docs, heads, strict=True) if len(head) >= 16}
+        reply = self._eval("promote", self._base, args, "promote")
+        changed = [(int(reply[k]), int(reply[k + 1])) for k in range(0, len(reply), 2)]
+        new_tails: dict[int, bytes] = {}
+        for doc, root in changed:
+            new_tails[doc] = _UNIQUE_TAIL
+            new_tails[root] = tails[doc]
+        self._set_tails(new_tails)
+        return len(changed)
+
+    def _set_tails(self, tails: dict[int, bytes]) -> None:
+        """Bytes 4..7 of the records' heads (status, Hamming distance, similarity), by page."""
+        by_key: dict[str, list[Any]] = {}
+        for page, tail in tails.items():
+            key, field = self._record_at(page)
+            by_key.setdefault(key, []).extend((field, tail))
+        sha = self._shas["set_tail"]
+        keys = list(by_key)
+        for start in range(0, len(keys), 1000):
+            part = keys[start : start + 1000]
+
+            def fill(pipe: Any, part: list[str] = part) -> None:
+                for key in part:
+                    node = self._client.get_node_from_key(key)
+                    pipe.execute_command("EVALSHA", sha, 1, key, *by_key[key], target_nodes=node)
+
+            self._pipeline(fill, "promote")
+        self._cache.clear()
 
     def clusters(
         self, max_clusters: int, max_members: int, *, singletons: bool = False

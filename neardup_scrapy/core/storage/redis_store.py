@@ -110,7 +110,7 @@ from .base import (
 )
 from .retry import RetryPolicy, call_with_retry
 from .sqlite import summarize_clusters
-from .unionfind import all_roots
+from .unionfind import all_roots, origin_members
 
 logger = logging.getLogger(__name__)
 
@@ -123,7 +123,7 @@ FIRST_PROBE = 0.5
 FORMAT = "neardup-redis/2"
 _HEAD = struct.Struct("<iBbed")  # parent, status, hamming, similarity (f16), added
 _NONE4 = b"\xff\xff\xff\xff"
-_STATUS_CHAR = {"unique": "u", "exact": "e", "near": "n", "skipped": "s"}
+_STATUS_CHAR = {"unique": "u", "exact": "e", "near": "n", "skipped": "s", "revisit": "r"}
 _COUNTER_CHAR = {
     "p": "pages",
     "u": "unique",
@@ -132,7 +132,12 @@ _COUNTER_CHAR = {
     "s": "skipped",
     "b": "bytes",
     "d": "duplicate_bytes",
+    "r": "revisits",
 }
+#: Bytes 4..7 of a record's head for a page that represents its cluster: status ``unique``,
+#: Hamming ``-1``, similarity NaN.
+_UNIQUE_TAIL = _HEAD.pack(0, STATUS_CODES["unique"], -1, math.nan, 0.0)[4:8]
+_LUA_UNIQUE_TAIL = "".join(f"\\{b}" for b in _UNIQUE_TAIL)
 
 # Linear hashing of bucket fields over the shards ``S .. n`` (level L, split pointer sp); ``split``
 # splits shard sp while the mean load of the ``n`` buckets is above ``load`` and saves L/p in hash M.
@@ -316,7 +321,7 @@ return {recs, roots}
 
 # ARGV of the commit part, shared by the commit and lookup-or-insert scripts:
 #   3 fields, 4 record, 5 host, 6 status, 7 canonical host, 8 nbytes, 9 unions, 10 ttl, 11 client, 12 seq,
-#   13 deadline (server time in seconds; 0: none)
+#   13 deadline (server time in seconds; 0: none), 14 the field of Commit.named_key ('' for none)
 # A record whose parent is >= 0 joins that page's cluster; -1 starts a cluster of its own.
 # ``seen`` maps a 6-byte field to its raw shard value as already read in this script (``false`` =
 # no such bucket, ``''`` = overflow marker); ``apply`` reuses it instead of reading the shard again.
@@ -325,10 +330,11 @@ return {recs, roots}
 _LUA_MIRROR = r"""
 local M = P .. ':m'
 local HC = P .. ':hc'
+local PROMOTED = 0  -- set by a commit that made its page the representative (Commit.named_key)
 local function commit_result(doc)
   local host = ARGV[5]
   local pages = tonumber(redis.call('HGET', HC, 'p|' .. host) or '0')
-  return {doc, pages}
+  return {doc, pages, PROMOTED}
 end
 -- the mirror evidence (see neardup_scrapy.core.mirrors.MirrorLedger, whose arithmetic this repeats)
 local function bump(key, field, n)
@@ -419,8 +425,44 @@ local function late()
 end
 """
 
+# A page becomes its cluster's representative (see IndexStorage.promote): the parents, the two
+# records' status, Hamming distance and similarity (swapped: the pair is the same both ways), the
+# hosts' counters and the cluster's evidence key (renamed to the new root). Returns the old root
+# (nil: nothing changed).
+_LUA_PROMOTE_DOC = (
+    r"""
+local UNIQUE_TAIL = '"""
+    + _LUA_UNIQUE_TAIL
+    + r"""'
+local NAMES = {[0] = 'u', [1] = 'e', [2] = 'n'}
+local function promote_doc(doc)
+  local dkey = P .. ':d:' .. doc
+  local head = redis.call('GETRANGE', dkey, 0, 7)
+  if #head < 8 then return nil end
+  local root = find(doc, struct.unpack('<i4', head))
+  local rkey = P .. ':d:' .. root
+  if root == doc or redis.call('EXISTS', rkey) == 0 then return nil end
+  redis.call('SETRANGE', rkey, 0, struct.pack('<i4', doc) .. string.sub(head, 5, 8))
+  redis.call('SETRANGE', dkey, 0, struct.pack('<i4', doc) .. UNIQUE_TAIL)
+  local st = NAMES[string.byte(head, 5)] or 'u'
+  if st ~= 'u' then
+    local hd, hr = host_of(doc), host_of(root)
+    redis.call('HINCRBY', HC, st .. '|' .. hd, -1)
+    redis.call('HINCRBY', HC, 'u|' .. hd, 1)
+    redis.call('HINCRBY', HC, 'u|' .. hr, -1)
+    redis.call('HINCRBY', HC, st .. '|' .. hr, 1)
+  end
+  if redis.call('EXISTS', P .. ':ch:' .. root) == 1 then
+    redis.call('RENAME', P .. ':ch:' .. root, P .. ':ch:' .. doc)
+  end
+  return root
+end
+"""
+)
+
 _LUA_APPLY = (
     _LUA_MIRROR
+    + _LUA_PROMOTE_DOC
     + r"""
 local function apply(L, sp, seen)
   local host = ARGV[5]
@@ -428,8 +470,8 @@ local function apply(L, sp, seen)
   local status = ARGV[6]
   local ttl = tonumber(ARGV[10])
   local doc = -1
-  if status == 's' then
-    redis.call('HINCRBY', hc, 's|' .. host, 1)
+  if status == 's' or status == 'r' then
+    redis.call('HINCRBY', hc, status .. '|' .. host, 1)
   else
     doc = redis.call('HINCRBY', M, 'next', 1) - 1
     local rec = ARGV[4]
@@ -490,6 +532,19 @@ local function apply(L, sp, seen)
     local nbytes = tonumber(ARGV[8])
     redis.call('HINCRBY', hc, 'b|' .. host, nbytes)
     if status ~= 'u' then redis.call('HINCRBY', hc, 'd|' .. host, nbytes) end
+    -- a page of its cluster names its address canonical: it is the representative (Commit.named_key)
+    local named = ARGV[14]
+    if root >= 0 and named and named ~= '' then
+      local v = bucket(named, L, sp)
+      local mine = root_of(doc)
+      for j = 1, math.min(#v, 4 * BUCKET_CAP) - 3, 4 do
+        local id = struct.unpack('<I4', v, j)
+        if id ~= doc and root_of(id) == mine then
+          if promote_doc(doc) then PROMOTED = 1 end
+          break
+        end
+      end
+    end
     -- linear hashing: split shard sp while the mean load is above 'load'
     L, sp = split(P .. ':s:', M, L, sp, n, tonumber(redis.call('HGET', M, 'load')))
     -- expiry: prune one shard (expired ids are a prefix of every bucket)
@@ -530,7 +585,7 @@ end
 """
 )
 
-# ARGV: 1 prefix, 2 token, 3..13 the commit (see _LUA_APPLY)
+# ARGV: 1 prefix, 2 token, 3..14 the commit (see _LUA_APPLY)
 # -> {-2} on conflict, else {doc_id, host_pages}; error NEARDUP_LATE past the deadline
 _LUA_COMMIT = (
     _LUA_COMMON
@@ -563,7 +618,7 @@ return commit_result(apply(L, sp, seen))
 """
 )
 
-# ARGV: 1 prefix, 2 cap, 3..13 the provisional commit (see _LUA_APPLY), 14.. lookup fields
+# ARGV: 1 prefix, 2 cap, 3..14 the provisional commit (see _LUA_APPLY), 15.. lookup fields
 # -> {values, ids, records, roots, candidates, {}} like _LUA_LOOKUP when a looked-up bucket holds a
 #    live page, else {{}, {}, {}, {}, 0, {doc_id, host_pages}} after applying the commit
 _LUA_LOOKUP_OR_INSERT = (
@@ -577,7 +632,7 @@ local done = replayed()
 if done then return {{}, {}, {}, {}, 0, commit_result(done)} end
 local cap = tonumber(ARGV[2])
 local values, ids, seen, raw = {}, {}, {}, {}
-for i = 14, #ARGV do
+for i = 15, #ARGV do
   local f = ARGV[i]
   local v = raw[f]
   if v == nil then
@@ -601,6 +656,41 @@ end
 if live then return {values, ids, recs, roots, ncand, {}} end
 if late() then return redis.error_reply('NEARDUP_LATE') end
 return {{}, {}, {}, {}, 0, commit_result(apply(L, sp, raw))}
+"""
+)
+
+# ARGV: prefix, doc... -> the docs that became their cluster's representative, each followed by
+# its old root (see _LUA_PROMOTE_DOC)
+_LUA_PROMOTE = (
+    _LUA_COMMON
+    + _LUA_MIRROR
+    + _LUA_PROMOTE_DOC
+    + r"""
+local out = {}
+for i = 2, #ARGV do
+  local doc = tonumber(ARGV[i])
+  local root = promote_doc(doc)
+  if root then
+    out[#out + 1] = doc
+    out[#out + 1] = root
+  end
+end
+return out
+"""
+)
+
+# ARGV: prefix, first, count -> per id: its parent (-2: no record) and its host
+_LUA_PARENTS_HOSTS = (
+    _LUA_COMMON
+    + r"""
+local parents, hosts = {}, {}
+local first = tonumber(ARGV[2])
+for i = 0, tonumber(ARGV[3]) - 1 do
+  local p = parent_of(first + i)
+  parents[#parents + 1] = p or -2
+  hosts[#hosts + 1] = (p and host_of(first + i)) or ''
+end
+return {parents, hosts}
 """
 )
 
@@ -822,6 +912,8 @@ class RedisStorage:
             ("lookup_or_insert", _LUA_LOOKUP_OR_INSERT),
             ("init", _LUA_INIT),
             ("heads", _LUA_HEADS),
+            ("promote", _LUA_PROMOTE),
+            ("parents_hosts", _LUA_PARENTS_HOSTS),
         ):
             self._scripts[name] = client.register_script(source)
         try:
@@ -1010,7 +1102,7 @@ class RedisStorage:
         return found, token
 
     def _commit_args(self, commit: Commit) -> list[Any]:
-        """ARGV 1..13 of the commit script (see ``_LUA_APPLY``); takes the next sequence number."""
+        """ARGV 1..14 of the commit script (see ``_LUA_APPLY``); takes the next sequence number."""
         record = commit.record
         skipped = commit.status == "skipped" or record is None
         if skipped or record is None:
@@ -1029,7 +1121,9 @@ class RedisStorage:
             fields,
             payload,
             _bytes(commit.host),  # any str, lone surrogates too (redis-py would refuse them)
-            _STATUS_CHAR["skipped" if skipped else commit.status],
+            _STATUS_CHAR[
+                commit.status if commit.status == "revisit" else "skipped" if skipped else commit.status
+            ],
             _bytes(commit.canonical_host or ""),
             int(commit.nbytes),
             unions,
@@ -1037,12 +1131,53 @@ class RedisStorage:
             self._client_id,
             self._seq,
             0,  # the deadline, set at each attempt
+            bucket_fields(np.array([commit.named_key], dtype=np.uint64))[0]
+            if commit.named_key is not None
+            else b"",
         ]
 
     def _commit_result(self, reply: list[Any]) -> CommitResult:
         doc_id = int(reply[0])
         self._last_doc = max(self._last_doc, doc_id)
-        return CommitResult(doc_id=doc_id, host_pages=int(reply[1]))
+        return CommitResult(
+            doc_id=doc_id, host_pages=int(reply[1]), promoted=len(reply) > 2 and int(reply[2]) == 1
+        )
+
+    def promote(self, doc_id: int) -> bool:
+        """Make page ``doc_id`` its cluster's representative, in one atomic script (see the
+        protocol; a retry finds the page a root already and changes nothing)."""
+        changed = self._run("promote", [self.prefix, int(doc_id)], "promote")
+        self._cache.clear()
+        return bool(changed)
+
+    def promote_origins(self, origins: Mapping[str, str]) -> int:
+        """Promote the origin's pages of clusters represented on a mirror (see the protocol):
+        reads every page's parent and host (one script per 5,000 pages), then one script."""
+        codes = {host: k for k, host in enumerate(sorted(set(origins) | set(origins.values())))}
+        total = len(self)
+        ids: list[int] = []
+        parents: list[int] = []
+        hosts: list[int] = []
+        step = 5000
+        for first in range(0, total, step):
+            got, names = self._run("parents_hosts", [self.prefix, first, min(step, total - first)], "promote")
+            for k, (parent, name) in enumerate(zip(got, names, strict=True)):
+                if int(parent) != -2:
+                    ids.append(first + k)
+                    parents.append(int(parent))
+                    hosts.append(codes.get(_text(name), len(codes)))
+        if not ids:
+            return 0
+        id_arr = np.array(ids, dtype=np.int64)
+        roots = _roots(id_arr, np.array(parents, dtype=np.int64))
+        chosen = origin_members(
+            roots, np.array(hosts, dtype=np.int64), {codes[m]: codes[o] for m, o in origins.items()}, id_arr
+        )
+        changed = 0
+        for start in range(0, len(chosen), 1000):
+            changed += len(self._run("promote", [self.prefix, *chosen[start : start + 1000]], "promote")) // 2
+        self._cache.clear()
+        return changed
 
     # -- reports -------------------------------------------------------------------------------
     def url_of(self, doc_id: int) -> str:

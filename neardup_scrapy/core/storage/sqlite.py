@@ -67,14 +67,14 @@ from .base import (
     rank_candidates,
 )
 from .members import cluster_member
-from .unionfind import all_roots, find_root
+from .unionfind import all_roots, find_root, origin_members
 
 logger = logging.getLogger(__name__)
 
 FORMAT = "neardup-sqlite/2"
 _S16 = np.uint64(16)
 _CHUNK = 500  # ids per IN (...) query
-_COUNTERS = ("pages", "unique", "exact", "near", "skipped", "bytes", "duplicate_bytes")
+_COUNTERS = ("pages", "unique", "exact", "near", "skipped", "bytes", "duplicate_bytes", "revisits")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -100,7 +100,7 @@ CREATE TABLE IF NOT EXISTS hosts (
     exact INTEGER NOT NULL DEFAULT 0, near INTEGER NOT NULL DEFAULT 0,
     skipped INTEGER NOT NULL DEFAULT 0, bytes INTEGER NOT NULL DEFAULT 0,
     duplicate_bytes INTEGER NOT NULL DEFAULT 0, documents INTEGER NOT NULL DEFAULT 0,
-    duplicated INTEGER NOT NULL DEFAULT 0
+    duplicated INTEGER NOT NULL DEFAULT 0, revisits INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS clusters (root INTEGER NOT NULL, host INTEGER NOT NULL, n INTEGER NOT NULL,
     PRIMARY KEY (root, host)) WITHOUT ROWID;
@@ -346,6 +346,9 @@ class SQLiteStorage:
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     db.execute(statement)
+            columns = {str(r[1]) for r in db.execute("PRAGMA table_info(hosts)")}
+            if "revisits" not in columns:  # a file written before revisits were counted
+                db.execute("ALTER TABLE hosts ADD COLUMN revisits INTEGER NOT NULL DEFAULT 0")
             row = db.execute("SELECT value FROM meta WHERE key='params'").fetchone()
             if row is None:
                 params = json.dumps(wanted, sort_keys=True, allow_nan=False)
@@ -424,12 +427,14 @@ class SQLiteStorage:
         ledger = self._ledger
         for row in db.execute(
             'SELECT id, name, pages, "unique", exact, near, skipped, bytes, duplicate_bytes, documents, '
-            "duplicated FROM hosts"
+            "duplicated, revisits FROM hosts"
         ):
             host_id, name = int(row[0]), _from_db(row[1])
             self._host_ids[name] = host_id
             self._host_names[host_id] = name
-            self._counts[name] = HostCounts(*(_count(v) for v in row[2:9]))
+            self._counts[name] = HostCounts(
+                **{c: _count(v) for c, v in zip(_COUNTERS, (*row[2:9], row[11]), strict=True)}
+            )
             if _count(row[9]):
                 ledger.documents[name] = _count(row[9])
             if _count(row[10]):
@@ -580,7 +585,10 @@ class SQLiteStorage:
         try:
             self._begin()
             if commit.status == "skipped" or commit.record is None:
-                counts.skipped += 1
+                if commit.status == "revisit":
+                    counts.revisits += 1
+                else:
+                    counts.skipped += 1
                 self._host_id(host)
                 self._dirty_hosts.add(host)
                 self._after_write()
@@ -641,10 +649,70 @@ class SQLiteStorage:
             if commit.status != "unique":
                 counts.duplicate_bytes += commit.nbytes
             self._dirty_hosts.add(host)
+            promoted = (
+                commit.named_key is not None
+                and record.parent >= 0
+                and self._named(doc_id, commit.named_key)
+                and self.promote(doc_id)
+            )
             self._after_write()
         except sqlite3.Error as exc:
             raise StorageError(f"neardup index {self.path}: commit failed: {exc}") from exc
-        return CommitResult(doc_id=doc_id, host_pages=counts.pages)
+        return CommitResult(doc_id=doc_id, host_pages=counts.pages, promoted=promoted)
+
+    def promote(self, doc_id: int) -> bool:
+        """Make page ``doc_id`` its cluster's representative (see the protocol)."""
+        db = self._require()
+        doc_id = int(doc_id)
+        root = self._find(doc_id)
+        if root == doc_id:
+            return False
+        try:
+            self._begin()
+            row = db.execute("SELECT status, similarity, hamming FROM docs WHERE id=?", (doc_id,)).fetchone()
+            status, similarity, hamming = (int(row[0]), row[1], int(row[2])) if row else (0, None, -1)
+            db.execute(
+                "UPDATE docs SET parent=?, status=?, similarity=?, hamming=? WHERE id=?",
+                (doc_id, status, similarity, hamming, root),
+            )
+            db.execute(
+                "UPDATE docs SET parent=?, status=?, similarity=NULL, hamming=-1 WHERE id=?",
+                (doc_id, STATUS_CODES["unique"], doc_id),
+            )
+            self._parents[doc_id] = doc_id
+            self._parents[root] = doc_id
+            name = STATUS_NAMES.get(status, "unique")
+            if name != "unique":
+                for host, sign in ((self._host_of_doc(doc_id), -1), (self._host_of_doc(root), 1)):
+                    counts = self._counts.setdefault(host, HostCounts())
+                    setattr(counts, name, getattr(counts, name) + sign)
+                    counts.unique -= sign
+                    self._dirty_hosts.add(host)
+            self._ledger.rename(root, doc_id)
+            self._after_write()
+        except sqlite3.Error as exc:
+            raise StorageError(f"neardup index {self.path}: promote failed: {exc}") from exc
+        return True
+
+    def _named(self, doc_id: int, key: int) -> bool:
+        """Whether a page of ``doc_id``'s cluster is indexed under ``key`` (names it canonical)."""
+        (k48,) = bucket_key48(np.array([key], dtype=np.uint64))
+        rows = self._require().execute(
+            "SELECT doc FROM buckets WHERE key = ? AND doc >= ? ORDER BY doc LIMIT ?",
+            (k48, self._frontier, BUCKET_CAP),
+        )
+        root = self._find(doc_id)
+        return any(self._find(int(d)) == root for (d,) in rows if d != doc_id)
+
+    def promote_origins(self, origins: Mapping[str, str]) -> int:
+        """Promote the origin's pages of clusters represented on a mirror (see the protocol)."""
+        ids = self._host_ids
+        codes = {ids[m]: ids[o] for m, o in origins.items() if m in ids and o in ids}
+        if not codes or not self._next:
+            return 0
+        hosts = self._doc_hosts[: self._next].astype(np.int64)
+        chosen = origin_members(self._all_roots(), hosts, codes)
+        return sum(self.promote(doc) for doc in chosen)
 
     # -- reports -------------------------------------------------------------------------------
     def url_of(self, doc_id: int) -> str:
@@ -765,7 +833,7 @@ class SQLiteStorage:
                 self._host_id(h)
             db.executemany(
                 'UPDATE hosts SET pages=?, "unique"=?, exact=?, near=?, skipped=?, bytes=?, '
-                "duplicate_bytes=?, documents=?, duplicated=? WHERE id=?",
+                "duplicate_bytes=?, revisits=?, documents=?, duplicated=? WHERE id=?",
                 [
                     (
                         *(getattr(self._counts[h], c) for c in _COUNTERS),

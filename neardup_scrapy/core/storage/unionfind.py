@@ -17,7 +17,7 @@ import numpy as np
 
 from .base import I64Array
 
-__all__ = ["all_roots", "find_root"]
+__all__ = ["all_roots", "find_root", "origin_members"]
 
 logger = logging.getLogger(__name__)
 
@@ -141,3 +141,37 @@ def _roots_breaking_cycles(parents: list[int]) -> tuple[I64Array, list[int]]:
             ", ".join(str(b) for b in sorted(broken)[:10]) + (", ..." if len(broken) > 10 else ""),
         )
     return np.array(roots, dtype=np.int64), sorted(broken)
+
+
+def origin_members(
+    roots: I64Array, hosts: I64Array, origins: dict[int, int], ids: I64Array | None = None
+) -> list[int]:
+    """The pages to promote for mirror pairs (see ``IndexStorage.promote_origins``).
+
+    Args:
+        roots: the cluster root of every page (row ``i`` is page ``ids[i]``).
+        hosts: a code (>= 0) for the host of every page.
+        origins: ``{mirror host code: origin host code}``.
+        ids: the page ids of the rows (default ``0..n-1``); roots are page ids too.
+
+    Returns:
+        For every cluster whose root is on a mirror host and that holds a page of that mirror's
+        origin, the earliest such page (ascending ids).
+    """
+    if not origins or not len(roots):
+        return []
+    if ids is None:
+        ids = np.arange(len(roots), dtype=np.int64)
+    host_of_id = np.full(int(max(ids.max(), roots.max())) + 1, -1, dtype=np.int64)
+    host_of_id[ids] = hosts
+    wanted = np.full(int(max(hosts.max(initial=0), *origins)) + 2, -1, dtype=np.int64)
+    for mirror, origin in origins.items():
+        wanted[mirror] = origin
+    root_hosts = host_of_id[roots]  # -1 (the last slot of wanted: none) for a root not listed
+    origin_of_root = wanted[root_hosts]
+    chosen = (roots != ids) & (origin_of_root >= 0) & (hosts == origin_of_root)
+    if not chosen.any():
+        return []
+    order = np.argsort(ids[chosen], kind="stable")
+    _, first = np.unique(roots[chosen][order], return_index=True)
+    return sorted(int(i) for i in ids[chosen][order][first])
