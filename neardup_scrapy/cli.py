@@ -978,6 +978,8 @@ def _input_lines(stats: ScanStats, elapsed: float) -> list[str]:
         f"input: {plural(stats.records, 'record')}, {plural(stats.pages, 'page')} checked in "
         f"{elapsed:.1f} s ({rate:,.1f} pages/s)"
     )
+    if stats.revisits:
+        text += f", {plural(stats.revisits, 'revisit')} (urls the index had checked before; counted once)"
     if stats.blank:
         text += f", {stats.blank:,} blank {'line' if stats.blank == 1 else 'lines'}"
     if stats.kept:
