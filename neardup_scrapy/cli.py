@@ -2,11 +2,16 @@
 
 Usage::
 
-    neardup-scrapy scan INPUT [-o OUTPUT] [--report REPORT.json] [--html REPORT.html]
-                        [--clusters FILE] [--pairs FILE] [--jobs N] [--max-body-bytes N]
-                        [--retag] [--threshold T] [--algorithm both|minhash|simhash]
-                        [--num-perm N] [--shingle-size N] [--min-tokens N]
-                        [--simhash-distance N] [--scope global|host] [-q | -v]
+    neardup-scrapy scan [INPUT ...] [--inputs-from FILE] [-o OUTPUT] [--report REPORT.json]
+                        [--html REPORT.html] [--clusters FILE] [--pairs FILE] [--jobs N]
+                        [--max-body-bytes N] [--retag] [--threshold T]
+                        [--algorithm both|minhash|simhash] [--num-perm N] [--shingle-size N]
+                        [--min-tokens N] [--simhash-distance N] [--scope global|host]
+                        [--storage KIND] [--disk-path FILE] [--redis-url URL]
+                        [--redis-prefix PREFIX] [-s NAME=VALUE ...] [-q | -v]
+    neardup-scrapy export [--report REPORT.json] [--html REPORT.html] [--clusters FILE]
+                          [--pairs FILE] [--storage KIND] [--disk-path FILE] [--redis-url URL]
+                          [--redis-prefix PREFIX] [-s NAME=VALUE ...] [-q]
     neardup-scrapy report REPORT.json [-o REPORT.html] [--summary] [-q]
     neardup-scrapy check-index PATH... [-q]
 
@@ -22,6 +27,11 @@ A record that is not checked is counted by reason (an archive's request records 
 too). A JSON record that cannot be used (invalid JSON, not an object, no ``url``, no page
 body, a field of the wrong type, nested too deep) is reported on stderr with its line number
 and still written to OUTPUT with a ``skipped`` tag whose ``reason`` says why.
+
+Several inputs (files, directories of web archives, ``--inputs-from`` lists; see
+:mod:`.inputs.collection`) are read one after another into one index, which may be kept on disk
+or shared in Redis (:mod:`.scanindex`); ``export`` writes the report and exports of such an
+index without scanning.
 
 Exit status: 0 ok; 1 some records could not be used (the output is still complete);
 2 usage, parameter or input/output error, or an input with no page body at all;
