@@ -8,13 +8,18 @@ shards, each holding a third of every set (the first third of each set in shard 
    cluster of 3 primaries and 3 replicas (ports ``--port`` .. ``--port`` + 5), then ``export``;
 3. **kept disk index**: three successive runs, one shard each, then ``export``;
 4. **rescan**: shard 2 again into the disk index: every page must be a revisit, none a
-   duplicate, and the export must not change by a byte.
+   duplicate, and the export must not change by a byte;
+5. **commit order**: the pages in the order the cluster index committed them (read back from
+   it, :func:`commit_order`), checked by one process: its clusters and tags must be those of
+   the three processes (the guarantee: every verdict is what one process gives for the same
+   pages in some order, here that order).
 
 Scored with each set's ``score.py`` (pairwise F1 against the source truth), from the final
 clusters (the ``--clusters`` export: every member with its representative) and from the tags the
 pages got when checked (``-o``). Printed: F1 per set and run, the difference from the reference
 (target: within 0.005), whether the cluster index's export has the clusters of the reference
-(member sets; the representative may differ, see README), and the rescan's counts.
+(member sets; the representative may differ, see README) and those of one process in its
+commit order, and the rescan's counts.
 
 Usage: ``python benchmarks/bench_scan_collection.py [--port 7200] [--jobs 1] [--keep DIR]``
 """
@@ -32,6 +37,8 @@ import time
 import uuid
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
@@ -105,6 +112,39 @@ def member_sets(clusters: Path) -> set[frozenset[str]]:
     return {frozenset(m["url"] for m in row["members"]) for row in map(json.loads, clusters.open())}
 
 
+def commit_order(url: str, prefix: str) -> list[str]:
+    """The urls of a cluster index's pages in the order they were committed.
+
+    A page's time added is taken when its commit is prepared, after the lookup it was decided on
+    (a commit that conflicts is prepared again), so two pages that share a bucket are in the
+    order of their commits; pages that share none do not change each other's verdicts.
+    """
+    from neardup_scrapy.core.params import DetectorParams
+    from neardup_scrapy.core.storage import open_storage
+
+    store = open_storage("redis-cluster", redis_url=url, prefix=prefix)
+    store.open(DetectorParams().index_signature())
+    try:
+        rows: list[tuple[float, int, str]] = []
+        start, empty = 0, 0
+        while empty < 4:  # ids have gaps (handed out in advance; conflicts): stop after 4,000 unused
+            batch = store.fetch(np.arange(start, start + 1000, dtype=np.int64))
+            empty = empty + 1 if not len(batch) else 0
+            rows += zip(batch.added.tolist(), batch.ids.tolist(), batch.urls, strict=True)
+            start += 1000
+    finally:
+        store.close()
+    return [u for _, _, u in sorted(rows)]
+
+
+def write_in_order(shards: list[Path], order: list[str], out: Path) -> None:
+    """The shards' pages in ``order``, then the pages not indexed (skipped), in shard order."""
+    lines = {json.loads(line)["url"]: line for shard in shards for line in shard.open("rb")}
+    with out.open("wb") as handle:
+        handle.writelines(lines.pop(u) for u in order)
+        handle.writelines(lines.values())
+
+
 def start_cluster(port: int) -> Any:
     sys.path.insert(0, str(ROOT / "tests"))
     import redis_cluster_support as support
@@ -158,8 +198,13 @@ def main() -> None:
         times["3 processes at once, Redis Cluster"] = time.perf_counter() - started
         assert codes == [0, 0, 0], codes
         cli("export", *index, "--clusters", str(work / "cluster.clusters"), "-q")
+        order = commit_order(cluster.url, prefix)
     finally:
         cluster.stop()
+    # the same pages in the cluster's commit order, checked by one process
+    write_in_order(shards, order, work / "ordered.jsonl")
+    cli("scan", str(work / "ordered.jsonl"), "-o", str(work / "ordered.out"),
+        "--clusters", str(work / "ordered.clusters"), *jobs)  # fmt: skip
 
     # 3. three successive runs into a kept disk index, 4. shard 2 again
     disk = ["--disk-path", str(work / "index.sqlite")]
@@ -199,7 +244,7 @@ def main() -> None:
             f1s[run][f"{name} tags"] = f1(name, tagged)
 
     print("\npairwise F1 against the source truth (final clusters from export | tags when checked)")
-    print(f"{'run':28s}" + "".join(f"{name:>22s}" for name in SETS))
+    print(f"{'run':26s}" + "".join(f"{name:>32s}" for name in SETS))
     reference = f1s["one process"]
     worst = 0.0
     for run, scores in f1s.items():
@@ -209,22 +254,42 @@ def main() -> None:
             dc, dt = c - reference[f"{name} clusters"], t - reference[f"{name} tags"]
             if run != "one process":
                 worst = max(worst, abs(dc), abs(dt))
-            cells.append(f"{c:.4f}{dc:+.4f} | {t:.4f}")
-        print(f"{run:28s}" + "".join(f"{cell:>22s}" for cell in cells))
+            cells.append(f"{c:.4f} ({dc:+.4f}) | {t:.4f} ({dt:+.4f})")
+        print(f"{run:26s}" + "".join(f"{cell:>32s}" for cell in cells))
     print(
         f"largest |F1 - one process|: {worst:.4f} (target <= {TARGET}) -> "
         + ("ok" if worst <= TARGET else "MISSED")
     )
 
-    one, clustered, disk_sets = (
-        member_sets(work / f) for f in ("one.clusters", "cluster.clusters", "disk.clusters")
+    one, clustered, disk_sets, ordered = (
+        member_sets(work / f)
+        for f in ("one.clusters", "cluster.clusters", "disk.clusters", "ordered.clusters")
     )
-    for run, sets in (("Redis Cluster export", clustered), ("disk export", disk_sets)):
-        moved = {url for c in one ^ sets for url in c}
+    print("\nclusters (member sets; representatives aside) of the exports:")
+    for run, sets, reference_sets, what in (
+        ("Redis Cluster", clustered, ordered, "one process, the pages in the cluster's commit order"),
+        ("Redis Cluster", clustered, one, "one process, the pages in shard order"),
+        ("disk, 3 runs", disk_sets, one, "one process, the pages in shard order"),
+    ):
+        moved = {url for c in reference_sets ^ sets for url in c}
         print(
-            f"{run} vs one process: {'same clusters' if sets == one else 'clusters differ'} "
-            f"({len(sets):,} vs {len(one):,} clusters; {len(moved):,} pages in clusters not in both)"
+            f"  {run} vs {what}: {'SAME clusters' if sets == reference_sets else 'clusters differ'} "
+            f"({len(sets):,} vs {len(reference_sets):,}; {len(moved):,} pages in clusters not in both)"
         )
+    concurrent = {
+        row["url"]: (row["neardup"]["status"], row["neardup"]["duplicate_of"])
+        for k in range(SHARDS)
+        for row in map(json.loads, (work / f"cluster{k + 1}.out").open())
+    }
+    serial = {
+        row["url"]: (row["neardup"]["status"], row["neardup"]["duplicate_of"])
+        for row in map(json.loads, (work / "ordered.out").open())
+    }
+    same = sum(1 for url, verdict in serial.items() if concurrent.get(url) == verdict)
+    print(
+        f"  tags (status, duplicate_of) of the 3 processes equal to one process in commit order: "
+        f"{same:,} of {len(serial):,} pages"
+    )
 
     r1, r2 = (json.loads((work / f"disk{n}.json").read_text())["totals"] for n in (1, 2))
     tags = [json.loads(line)["neardup"] for line in (work / "again.out").open()]

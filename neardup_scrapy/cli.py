@@ -781,7 +781,11 @@ def _run_scan(args: argparse.Namespace) -> int:
         if stats.url_rules is not None:
             writer = writer_name(inputs) if spec.kept else "scan"
             detector.exchange_url_rules(writer, json.dumps(stats.url_rules.state()).encode("utf-8"))
-        report = detector.report()
+        # A kept index's mirror origins become representatives when a report or export is
+        # written (as at the end of a crawl), not at the end of every run: other processes may
+        # still be checking pages against the representatives (see README).
+        settle = not spec.kept or any((args.report, args.html, args.clusters, args.pairs))
+        report = detector.report() if settle else detector.report_as_is()
         written += _write_reports(args, detector, report)
     except StorageError as exc:
         _err(f"{spec.describe()}: {exc}; the report and exports were not written")
