@@ -244,7 +244,7 @@ def main() -> None:
             f1s[run][f"{name} tags"] = f1(name, tagged)
 
     print("\npairwise F1 against the source truth (final clusters from export | tags when checked)")
-    print(f"{'run':26s}" + "".join(f"{name:>32s}" for name in SETS))
+    print(f"{'run':26s}" + "".join(f"{name:>38s}" for name in SETS))
     reference = f1s["one process"]
     worst = 0.0
     for run, scores in f1s.items():
@@ -255,7 +255,7 @@ def main() -> None:
             if run != "one process":
                 worst = max(worst, abs(dc), abs(dt))
             cells.append(f"{c:.4f} ({dc:+.4f}) | {t:.4f} ({dt:+.4f})")
-        print(f"{run:26s}" + "".join(f"{cell:>32s}" for cell in cells))
+        print(f"{run:26s}" + "".join(f"{cell:>38s}" for cell in cells))
     print(
         f"largest |F1 - one process|: {worst:.4f} (target <= {TARGET}) -> "
         + ("ok" if worst <= TARGET else "MISSED")
