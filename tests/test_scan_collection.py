@@ -335,3 +335,28 @@ def test_processes_at_once_into_one_redis_cluster_index(
     result = run_cli("scan", str(parts[2]), *index, "--threshold", "0.7", "-o", str(tmp_path / "x.out"))
     err = result.stderr.decode()
     assert result.returncode == EXIT_ERROR and err.count("\n") == 1 and "other parameters" in err, err
+
+
+def test_a_damaged_input_is_reported_and_the_run_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parts, _ = shards(tmp_path)
+    bad = tmp_path / "bad.warc"
+    bad.write_bytes(b"WARC/1.0\r\nWARC-Type: response\r\nContent-Length: 99999\r\n\r\ncut short")
+    out = tmp_path / "out.jsonl"
+    assert main(["scan", str(parts[0]), str(bad), str(parts[1]), "-o", str(out)]) == EXIT_ERROR
+    err = capsys.readouterr().err
+    assert "[2/3] " in err and "(stopped by an error)" in err and "[3/3] " in err
+    urls = [json.loads(line)["url"] for line in out.read_text().splitlines()]
+    expected = [json.loads(line)["url"] for part in parts[:2] for line in part.read_text().splitlines()]
+    assert urls == expected
+
+
+def test_the_progress_line_names_the_input() -> None:
+    import io
+
+    from neardup_scrapy.progress import Progress
+
+    progress = Progress(io.StringIO(), 100, enabled=False, label="[2/14] crawl-20261103.warc.gz  ")
+    progress.update(5, 50, 1)
+    assert progress.line().startswith("[2/14] crawl-20261103.warc.gz  [")
