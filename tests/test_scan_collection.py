@@ -360,3 +360,42 @@ def test_the_progress_line_names_the_input() -> None:
     progress = Progress(io.StringIO(), 100, enabled=False, label="[2/14] crawl-20261103.warc.gz  ")
     progress.update(5, 50, 1)
     assert progress.line().startswith("[2/14] crawl-20261103.warc.gz  [")
+
+
+def test_a_run_resumed_from_the_start_counts_every_page_once(tmp_path: Path) -> None:
+    """A run stopped halfway (here: given the first half) and run again over the whole input
+    leaves the index one whole run leaves: the pages done before are revisits."""
+    records, _expected = make_crawl()
+    whole = write_jsonl(tmp_path / "all.jsonl", records)
+    half = write_jsonl(tmp_path / "half.jsonl", records[: len(records) // 2])
+    once, resumed = tmp_path / "once.sqlite", tmp_path / "resumed.sqlite"
+    assert main(["scan", str(whole), "--disk-path", str(once), "-o", str(tmp_path / "1.out"), "-q"]) == 0
+    for path in (half, whole):
+        assert (
+            main(["scan", str(path), "--disk-path", str(resumed), "-o", str(tmp_path / "2.out"), "-q"]) == 0
+        )
+    exports = []
+    for index in (once, resumed):
+        report = tmp_path / f"{index.stem}.json"
+        clusters = tmp_path / f"{index.stem}.clusters.jsonl"
+        assert (
+            main(
+                [
+                    "export",
+                    "--disk-path",
+                    str(index),
+                    "--report",
+                    str(report),
+                    "--clusters",
+                    str(clusters),
+                    "-q",
+                ]
+            )
+            == 0
+        )
+        exports.append((json.loads(report.read_text())["totals"], clusters.read_bytes()))
+    (totals_once, clusters_once), (totals_resumed, clusters_resumed) = exports
+    assert clusters_resumed == clusters_once
+    for key in ("unique", "exact", "near", "skipped", "clusters"):
+        assert totals_resumed[key] == totals_once[key], key
+    assert totals_resumed["revisits"] == totals_once["revisits"] + len(records) // 2
