@@ -2,11 +2,16 @@
 
 Usage::
 
-    neardup-scrapy scan INPUT [-o OUTPUT] [--report REPORT.json] [--html REPORT.html]
-                        [--clusters FILE] [--pairs FILE] [--jobs N] [--max-body-bytes N]
-                        [--retag] [--threshold T] [--algorithm both|minhash|simhash]
-                        [--num-perm N] [--shingle-size N] [--min-tokens N]
-                        [--simhash-distance N] [--scope global|host] [-q | -v]
+    neardup-scrapy scan [INPUT ...] [--inputs-from FILE] [-o OUTPUT] [--report REPORT.json]
+                        [--html REPORT.html] [--clusters FILE] [--pairs FILE] [--jobs N]
+                        [--max-body-bytes N] [--retag] [--threshold T]
+                        [--algorithm both|minhash|simhash] [--num-perm N] [--shingle-size N]
+                        [--min-tokens N] [--simhash-distance N] [--scope global|host]
+                        [--storage KIND] [--disk-path FILE] [--redis-url URL]
+                        [--redis-prefix PREFIX] [-s NAME=VALUE ...] [-q | -v]
+    neardup-scrapy export [--report REPORT.json] [--html REPORT.html] [--clusters FILE]
+                          [--pairs FILE] [--storage KIND] [--disk-path FILE] [--redis-url URL]
+                          [--redis-prefix PREFIX] [-s NAME=VALUE ...] [-q]
     neardup-scrapy report REPORT.json [-o REPORT.html] [--summary] [-q]
     neardup-scrapy check-index PATH... [-q]
 
@@ -22,6 +27,11 @@ A record that is not checked is counted by reason (an archive's request records 
 too). A JSON record that cannot be used (invalid JSON, not an object, no ``url``, no page
 body, a field of the wrong type, nested too deep) is reported on stderr with its line number
 and still written to OUTPUT with a ``skipped`` tag whose ``reason`` says why.
+
+Several inputs (files, directories of web archives, ``--inputs-from`` lists; see
+:mod:`.inputs.collection`) are read one after another into one index, which may be kept on disk
+or shared in Redis (:mod:`.scanindex`); ``export`` writes the report and exports of such an
+index without scanning.
 
 Exit status: 0 ok; 1 some records could not be used (the output is still complete);
 2 usage, parameter or input/output error, or an input with no page body at all;
@@ -132,9 +142,21 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_EPILOG,
     )
     scan.add_argument(
-        "input",
+        "inputs",
         metavar="INPUT",
-        help="JSON Lines, JSON array, .warc[.gz], .arc[.gz] or .wacz file (.gz allowed), or - for stdin",
+        nargs="*",
+        help=(
+            "JSON Lines, JSON array, .warc[.gz], .arc[.gz] or .wacz file (.gz allowed), - for stdin, or a "
+            "directory (its web archives, subdirectories too, in path order); several are read in order "
+            "into one index"
+        ),
+    )
+    scan.add_argument(
+        "--inputs-from",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="also read the files and directories FILE lists, one a line (# comments; - for stdin)",
     )
     scan.add_argument(
         "-o",
@@ -179,35 +201,36 @@ def build_parser() -> argparse.ArgumentParser:
     scan.add_argument(
         "--threshold",
         type=float,
-        default=0.8,
+        default=None,
         metavar="T",
         help="Jaccard similarity of a near duplicate (0.8)",
     )
     scan.add_argument(
-        "--algorithm", choices=("both", "minhash", "simhash"), default="both", help="candidate search (both)"
+        "--algorithm", choices=("both", "minhash", "simhash"), default=None, help="candidate search (both)"
     )
-    scan.add_argument("--num-perm", type=int, default=128, metavar="N", help="MinHash permutations (128)")
-    scan.add_argument("--shingle-size", type=int, default=5, metavar="N", help="words per shingle (5)")
+    scan.add_argument("--num-perm", type=int, default=None, metavar="N", help="MinHash permutations (128)")
+    scan.add_argument("--shingle-size", type=int, default=None, metavar="N", help="words per shingle (5)")
     scan.add_argument(
         "--min-tokens",
         type=int,
-        default=10,
+        default=None,
         metavar="N",
         help="shorter pages are matched exactly only, or as views of their own address (10)",
     )
     scan.add_argument(
         "--simhash-distance",
         type=int,
-        default=3,
+        default=None,
         metavar="N",
         help="SimHash Hamming distance of a near duplicate (3)",
     )
     scan.add_argument(
         "--scope",
         choices=("global", "host"),
-        default="global",
+        default=None,
         help="compare across hosts or within a host (global)",
     )
+    _index_options(scan, export=False)
     noise = scan.add_mutually_exclusive_group()
     noise.add_argument("-q", "--quiet", action="store_true", help="no progress line and no summary")
     noise.add_argument(
@@ -229,6 +252,35 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     report.set_defaults(run=_run_report)
 
+    export = sub.add_parser(
+        "export",
+        help="write the report, clusters and pairs of a kept or shared index, without scanning",
+        description=(
+            "Read a disk index (a scan's --disk-path, a crawl's JOBDIR), a Redis or a Redis Cluster "
+            "index (URL and prefix) with the parameters it was built with, and write its JSON or HTML "
+            "report, every cluster and every duplicate pair. The mirror hosts are decided on the whole "
+            "index first, as at the end of a crawl or scan (their origins' pages become representatives)."
+        ),
+        epilog="Exit status: 0 ok, 2 usage error, no such index, or an index that cannot be read.",
+    )
+    export.add_argument(
+        "--report", metavar="REPORT.json", help="write the JSON report (neardup-report/1; - for stdout)"
+    )
+    export.add_argument("--html", metavar="REPORT.html", help="write the HTML report (- for stdout)")
+    export.add_argument(
+        "--clusters",
+        metavar="FILE",
+        help="write every cluster with every member (JSON Lines, - for stdout; Parquet if .parquet)",
+    )
+    export.add_argument(
+        "--pairs",
+        metavar="FILE",
+        help="write every duplicate with its representative (JSON Lines, - for stdout; Parquet if .parquet)",
+    )
+    export.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
+    _index_options(export, export=True)
+    export.set_defaults(run=_run_export)
+
     check = sub.add_parser(
         "check-index",
         help="look for damage in a disk index that the check at open cannot see",
@@ -248,6 +300,54 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("-q", "--quiet", action="store_true", help="print only what is damaged")
     check.set_defaults(run=_run_check_index)
     return parser
+
+
+def _index_options(parser: argparse.ArgumentParser, *, export: bool) -> None:
+    """The options that name the index (the crawl's settings, see :mod:`.scanindex`)."""
+    group = parser.add_argument_group(
+        "index",
+        "where the index lives (the crawl's settings; a flag wins over -s)"
+        if export
+        else "where the index lives: memory (default), or kept on disk or in Redis, to check pages "
+        "against earlier scans and crawls and to share it between processes (a flag wins over -s)",
+    )
+    group.add_argument(
+        "--storage",
+        choices=("memory", "disk", "redis", "redis-cluster")
+        if not export
+        else ("disk", "redis", "redis-cluster"),
+        default=None,
+        help="NEARDUP_STORAGE: "
+        + ("disk when --disk-path is given" if export else "memory, or disk with --disk-path"),
+    )
+    group.add_argument(
+        "--disk-path",
+        metavar="FILE",
+        default=None,
+        help="NEARDUP_DISK_PATH: the SQLite index file (a directory: a crawl's JOBDIR, its neardup.sqlite)",
+    )
+    group.add_argument(
+        "--redis-url",
+        metavar="URL",
+        default=None,
+        help="NEARDUP_REDIS_URL: the Redis server, or any node of the cluster (redis://127.0.0.1:6379/0)",
+    )
+    group.add_argument(
+        "--redis-prefix",
+        metavar="PREFIX",
+        default=None,
+        help="NEARDUP_REDIS_PREFIX: key prefix, one index per prefix (neardup; a crawl's: its spider name)",
+    )
+    group.add_argument(
+        "-s",
+        "--set",
+        dest="settings",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a crawl setting: NEARDUP_STORAGE, NEARDUP_DISK_PATH, JOBDIR, NEARDUP_REDIS_URL, "
+        "NEARDUP_REDIS_PREFIX or a detector parameter (NEARDUP_THRESHOLD, NEARDUP_SEED, ...)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -439,7 +539,9 @@ class ScanStats:
     Attributes:
         records: records read and written (or passed over) so far, in input order.
         pages: pages checked.
-        duplicates: exact and near duplicates among them.
+        duplicates: exact and near duplicates among them (revisits excepted).
+        revisits: pages whose url the index had checked before (in this run or an earlier one
+            into a kept index): tagged as they were then, counted once.
         problems: records that could not be used because of a defect of the input.
         problem_numbers: the first of their line or record numbers.
         reasons: records not checked, by reason (defects and non-pages alike).
@@ -458,6 +560,15 @@ class ScanStats:
     written: int = 0
     blank: int = 0
     url_rules: UrlRuleLearner | None = None
+    revisits: int = 0
+
+    def add(self, other: ScanStats) -> None:
+        """Add the counts of ``other`` (the next input of the run) and take its rule learner."""
+        for name in ("records", "pages", "duplicates", "problems", "kept", "written", "blank", "revisits"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.problem_numbers += other.problem_numbers[: max(0, 100 - len(self.problem_numbers))]
+        self.reasons.update(other.reasons)
+        self.url_rules = other.url_rules or self.url_rules
 
 
 def _skipped_tag(reason: str, number: int | None) -> dict[str, Any]:
@@ -475,29 +586,67 @@ def _skipped_tag(reason: str, number: int | None) -> dict[str, Any]:
     return tag
 
 
-def _detector(args: argparse.Namespace) -> Any:
-    """Create the detector from the options; a bad value names its option (exit 2)."""
-    from .core import NearDupDetector, ParameterError
+def _index_setup(args: argparse.Namespace) -> tuple[dict[str, str], Any]:
+    """The ``-s`` settings and the index the options name (a bad one names its option, exit 2)."""
+    from .scanindex import IndexOptionError, index_spec, parse_settings
 
     try:
-        return NearDupDetector(
-            threshold=args.threshold,
-            algorithm=args.algorithm,
-            num_perm=args.num_perm,
-            shingle_size=args.shingle_size,
-            min_tokens=args.min_tokens,
-            simhash_distance=args.simhash_distance,
-            scope=args.scope,
+        settings = parse_settings(args.settings)
+        spec = index_spec(
+            settings,
+            storage=args.storage,
+            disk_path=args.disk_path,
+            redis_url=args.redis_url,
+            redis_prefix=args.redis_prefix,
         )
+    except IndexOptionError as exc:
+        raise CliError(str(exc)) from None
+    return settings, spec
+
+
+def _params(args: argparse.Namespace, settings: dict[str, str]) -> Any:
+    """The detector parameters from the options and ``-s``; a bad value names its option."""
+    from .core.params import DetectorParams, ParameterError
+    from .scanindex import IndexOptionError, param_values
+
+    flags = {name: getattr(args, name, None) for name in _OPTIONS}
+    try:
+        values, origin = param_values(settings, flags)
+        return DetectorParams(**values)
+    except IndexOptionError as exc:
+        raise CliError(str(exc)) from None
     except ParameterError as exc:
         message = str(exc)
         match = re.search(r"'(\w+)'", message)
-        option = _OPTIONS.get(match.group(1)) if match else None
+        name = match.group(1) if match else ""
         accepts = message.split("expected", 1)[-1].strip() if "expected" in message else message
-        if option:
-            value = getattr(args, option[2:].replace("-", "_"))
-            raise CliError(f"argument {option}: invalid value {value!r}: expected {accepts}") from None
+        if origin.get(name):
+            setting = origin[name]
+            raise CliError(
+                f"argument -s {setting}: invalid value {settings[setting]!r}: expected {accepts}"
+            ) from None
+        if name in _OPTIONS:
+            raise CliError(
+                f"argument {_OPTIONS[name]}: invalid value {values[name]!r}: expected {accepts}"
+            ) from None
         raise CliError(message) from None
+
+
+def _open_index(spec: Any, params: Any, *, recorded: bool = False) -> Any:
+    """The detector over the index ``spec``; an index built with other parameters, or one that
+    cannot be reached, stops the command with one line (exit 2)."""
+    from .core.params import ParameterError
+    from .core.storage import ParameterMismatchError, StorageError
+    from .scanindex import IndexOptionError, open_detector, open_recorded
+
+    try:
+        return open_recorded(spec, params) if recorded else open_detector(spec, params)
+    except ParameterMismatchError as exc:
+        raise CliError(f"{exc} (the scan options and -s set them)") from None
+    except (StorageError, ParameterError) as exc:
+        raise CliError(f"cannot open the {spec.describe()}: {exc}") from None
+    except IndexOptionError as exc:
+        raise CliError(str(exc)) from None
 
 
 def _export_options(args: argparse.Namespace) -> None:
@@ -511,11 +660,34 @@ def _export_options(args: argparse.Namespace) -> None:
                 ) from None
 
 
+@dataclass
+class _Run:
+    """One scan run over its inputs: the shared detector, OUTPUT and the totals."""
+
+    args: argparse.Namespace
+    detector: Any
+    out: BinaryIO | None
+    out_name: str | None
+    total: ScanStats
+    inputs: int
+    where: str
+
+
 def _run_scan(args: argparse.Namespace) -> int:
     if args.max_body_bytes < 0:
         raise CliError(f"argument --max-body-bytes: invalid value {args.max_body_bytes}: expected >= 0")
     if args.jobs is not None and args.jobs < 1:
         raise CliError(f"argument --jobs: invalid value {args.jobs}: expected an integer >= 1")
+    if not args.inputs and not args.inputs_from:
+        raise CliError("the following arguments are required: INPUT (or --inputs-from FILE)")
+    from .inputs import InputFormatError, open_input
+    from .inputs.collection import expand_inputs
+
+    settings, spec = _index_setup(args)
+    try:
+        inputs = expand_inputs(args.inputs, args.inputs_from)
+    except InputFormatError as exc:
+        raise CliError(str(exc)) from None
     outputs = (
         (args.output if args.output is not None or sys.stdout.isatty() else "-", "OUTPUT"),
         (args.report, "--report"),
@@ -523,57 +695,58 @@ def _run_scan(args: argparse.Namespace) -> int:
         (args.clusters, "--clusters"),
         (args.pairs, "--pairs"),
     )
-    _check_distinct([(args.input, "INPUT")], outputs)
-    detector = _detector(args)
+    named = [(path, "INPUT") for path in inputs]
+    if spec.disk_path:
+        named.append((spec.disk_path, "INPUT (the index)"))
+    _check_distinct(named, outputs)
+    params = _params(args, settings)
     for path, what in outputs:
         _check_writable(path, what)
     _export_options(args)
-    from .inputs import InputFormatError, open_input
-
+    source = None
+    if (
+        len(inputs) == 1
+    ):  # one input: opened before anything else (an unreadable one: exit 2, nothing written)
+        try:
+            source = open_input(inputs[0], args.max_body_bytes)
+        except InputFormatError as exc:
+            raise CliError(str(exc)) from None
     try:
-        source = open_input(args.input, args.max_body_bytes)
-    except InputFormatError as exc:
-        raise CliError(str(exc)) from None
-    try:
+        detector = _open_index(spec, params)
         out, out_name = _open_output(args.output)
     except CliError:
-        source.close()
+        if source is not None:
+            source.close()
         raise
-    interactive = sys.stderr.isatty()
-    progress = Progress(sys.stderr, source.total, enabled=interactive and not args.quiet)
+    run = _Run(args, detector, out, out_name, ScanStats(), len(inputs), spec.describe())
     if out is None and not args.quiet:
-        progress.write(f"{PROG}: stdout is a terminal: tagged records are not written (use -o FILE or -o -)")
-    stats = ScanStats()
+        _err("stdout is a terminal: tagged records are not written (use -o FILE or -o -)")
     started = time.monotonic()
     status = EXIT_OK
+    input_lines: list[str] = []
     try:
-        _scan_records(args, detector=detector, source=source, out=out, progress=progress, stats=stats)
-    except KeyboardInterrupt:
-        progress.close()
-        _err(
-            f"interrupted after {plural(stats.records, 'record')} ({plural(stats.written, 'record')} "
-            "written); output, report and summary cover them"
-        )
-        status = EXIT_INTERRUPTED
-    except _OutputError as exc:
-        progress.close()
-        if isinstance(exc.error, BrokenPipeError):
-            _err("output closed early (broken pipe)")
-            _silence_stdout()
-        else:
-            _err(f"OUTPUT {out_name}: cannot write: {exc.error.strerror or exc.error}")
-        status = EXIT_ERROR
-    except InputFormatError as exc:
-        progress.close()
-        _err(f"{source.name}: {exc}")
-        status = EXIT_ERROR
-    except (OSError, EOFError, zlib.error) as exc:
-        progress.close()
-        _err(f"{source.name}: record {stats.records + 1}: cannot read input: {exc}")
-        status = EXIT_ERROR
+        for number, path in enumerate(inputs, 1):
+            if source is None:
+                try:
+                    source = open_input(path, args.max_body_bytes)
+                except InputFormatError as exc:
+                    _err(str(exc))
+                    status = EXIT_ERROR
+                    continue
+            one = _scan_input(run, source, number)
+            source = None
+            status = max(status, one.status) if one.status != EXIT_INTERRUPTED else EXIT_INTERRUPTED
+            if run.inputs > 1:
+                line = _input_summary(one, number, run.inputs)
+                input_lines.append(line)
+                if not args.quiet:
+                    sys.stderr.write(line + "\n")
+                    sys.stderr.flush()
+            if one.stop:
+                break
     finally:
-        progress.close()
-        source.close()
+        if source is not None:
+            source.close()
         if out is not None:
             try:
                 if out is sys.stdout.buffer:
@@ -587,39 +760,46 @@ def _run_scan(args: argparse.Namespace) -> int:
                 _err(f"OUTPUT {out_name}: cannot write: {exc}")
                 status = max(status, EXIT_ERROR)
     elapsed = time.monotonic() - started
-    stats.blank = source.counter.blank
+    stats = run.total
 
     if status == EXIT_OK and stats.pages == 0 and stats.reasons.get(NO_BODY_REASON):
         detector.close()
+        name = inputs[0] if len(inputs) == 1 else "the inputs"
         _err(
-            f"{source.name}: no page bodies to check: its records have no 'html' field; add one to "
-            "your items (e.g. item['html'] = response.text), or scan a WARC of the crawl"
+            f"{'<stdin>' if name == '-' else name}: no page bodies to check: its records have no 'html' "
+            "field; add one to your items (e.g. item['html'] = response.text), or scan a WARC of the crawl"
         )
         return EXIT_ERROR
+
+    from .core.storage import StorageError
+    from .scanindex import writer_name
 
     written: list[str] = [name for name in (out_name,) if name]
     try:
         # the report lists the duplicate-url rules the input's urls show (NEARDUP_URL_RULES_FILE
-        # loads such a report for a crawl)
+        # loads such a report for a crawl); a kept index keeps one state per machine and inputs
         if stats.url_rules is not None:
-            detector.exchange_url_rules("scan", json.dumps(stats.url_rules.state()).encode("utf-8"))
-        report = detector.report()
-        if args.report:
-            _write_text(args.report, report_json(report))
-            written.append(args.report)
-        if args.html:
-            from .report.html import render_html
-
-            _write_text(args.html, render_html(report))
-            written.append(args.html)
-        if args.clusters or args.pairs:
-            written += _write_exports(args, detector)
+            writer = writer_name(inputs) if spec.kept else "scan"
+            detector.exchange_url_rules(writer, json.dumps(stats.url_rules.state()).encode("utf-8"))
+        # A kept index's mirror origins become representatives when a report or export is
+        # written (as at the end of a crawl), not at the end of every run: other processes may
+        # still be checking pages against the representatives (see README).
+        settle = not spec.kept or any((args.report, args.html, args.clusters, args.pairs))
+        report = detector.report() if settle else detector.report_as_is()
+        written += _write_reports(args, detector, report)
+    except StorageError as exc:
+        _err(f"{spec.describe()}: {exc}; the report and exports were not written")
+        return EXIT_ERROR
     finally:
         detector.close()
     if not args.quiet:
         from .report.text import format_summary
 
         lines = format_summary(report, max_lines=SUMMARY_LINES - 3)
+        if spec.kept:
+            lines.insert(0, f"index: {spec.describe()} (the totals cover every scan and crawl into it)")
+        if run.inputs > 1:
+            lines.append(f"inputs: {run.inputs:,} read")
         lines += _input_lines(stats, elapsed)
         if written:
             lines.append("wrote: " + ", ".join("<stdout>" if name == "-" else name for name in written))
@@ -628,6 +808,156 @@ def _run_scan(args: argparse.Namespace) -> int:
     if status == EXIT_OK and stats.problems:
         status = EXIT_MALFORMED
     return status
+
+
+def _write_reports(args: argparse.Namespace, detector: Any, report: dict[str, Any]) -> list[str]:
+    """Write the report, the HTML report and the exports the options ask for; their names."""
+    written: list[str] = []
+    if args.report:
+        _write_text(args.report, report_json(report))
+        written.append(args.report)
+    if args.html:
+        from .report.html import render_html
+
+        _write_text(args.html, render_html(report))
+        written.append(args.html)
+    if args.clusters or args.pairs:
+        written += _write_exports(args, detector)
+    return written
+
+
+@dataclass
+class _InputResult:
+    """What scanning one input did: its counts, its exit status, whether the run stops."""
+
+    name: str
+    stats: ScanStats
+    elapsed: float
+    status: int = EXIT_OK
+    stop: bool = False
+
+
+def _scan_input(run: _Run, source: Any, number: int) -> _InputResult:
+    """Scan one opened input into the run's index and OUTPUT; closes the input."""
+    from .core.storage import StorageError
+    from .inputs import InputFormatError
+
+    args, total = run.args, run.total
+    label = f"[{number}/{run.inputs}] {source.name}  " if run.inputs > 1 else ""
+    interactive = sys.stderr.isatty()
+    progress = Progress(sys.stderr, source.total, enabled=interactive and not args.quiet, label=label)
+    stats = ScanStats(url_rules=total.url_rules)
+    result = _InputResult(source.name, stats, 0.0)
+    started = time.monotonic()
+    try:
+        _scan_records(args, detector=run.detector, source=source, out=run.out, progress=progress, stats=stats)
+    except KeyboardInterrupt:
+        progress.close()
+        done = total.records + stats.records
+        _err(
+            f"interrupted after {plural(done, 'record')} ({plural(total.written + stats.written, 'record')} "
+            "written); output, report and summary cover them"
+        )
+        result.status, result.stop = EXIT_INTERRUPTED, True
+    except _OutputError as exc:
+        progress.close()
+        if isinstance(exc.error, BrokenPipeError):
+            _err("output closed early (broken pipe)")
+            _silence_stdout()
+        else:
+            _err(f"OUTPUT {run.out_name}: cannot write: {exc.error.strerror or exc.error}")
+        result.status, result.stop = EXIT_ERROR, True
+    except InputFormatError as exc:
+        progress.close()
+        _err(f"{source.name}: {exc}")
+        result.status = EXIT_ERROR
+    except StorageError as exc:
+        progress.close()
+        _err(f"{source.name}: record {stats.records + 1}: the {run.where} failed: {exc}")
+        result.status, result.stop = EXIT_ERROR, True
+    except (OSError, EOFError, zlib.error) as exc:
+        progress.close()
+        _err(f"{source.name}: record {stats.records + 1}: cannot read input: {exc}")
+        result.status = EXIT_ERROR
+    finally:
+        progress.close()
+        source.close()
+    result.elapsed = time.monotonic() - started
+    stats.blank = source.counter.blank
+    total.add(stats)
+    return result
+
+
+def _input_summary(result: _InputResult, number: int, inputs: int) -> str:
+    """The line printed after each input of a run of several."""
+    from .report.escapes import shown as escaped
+
+    stats = result.stats
+    rate = stats.pages / result.elapsed if result.elapsed > 0 else 0.0
+    text = (
+        f"[{number}/{inputs}] {escaped(result.name)}: {plural(stats.records, 'record')}, "
+        f"{plural(stats.pages, 'page')} checked in {result.elapsed:.1f} s ({rate:,.1f} pages/s): "
+        f"{plural(stats.duplicates, 'duplicate')}, {plural(stats.revisits, 'revisit')}"
+    )
+    if stats.reasons:
+        text += "; not checked: " + ", ".join(f"{n:,} {r}" for r, n in stats.reasons.most_common(3))
+    if stats.problems:
+        text += f"; {plural(stats.problems, 'unusable record')}"
+    if result.status == EXIT_INTERRUPTED:
+        text += " (interrupted)"
+    elif result.status != EXIT_OK:
+        text += " (stopped by an error)"
+    return text
+
+
+def _run_export(args: argparse.Namespace) -> int:
+    from .core.params import DetectorParams, ParameterError
+    from .core.storage import StorageError
+    from .scanindex import IndexOptionError, param_values
+
+    if not (args.report or args.html or args.clusters or args.pairs) and args.quiet:
+        raise CliError(
+            "nothing to do: give --report, --html, --clusters or --pairs (or drop -q for the summary)"
+        )
+    settings, spec = _index_setup(args)
+    if not spec.kept:
+        raise CliError(
+            "no index named: give --disk-path FILE (or a JOBDIR), or --storage redis|redis-cluster"
+        )
+    outputs = (
+        (args.report, "--report"),
+        (args.html, "--html"),
+        (args.clusters, "--clusters"),
+        (args.pairs, "--pairs"),
+    )
+    _check_distinct([(spec.disk_path, "INPUT (the index)")], outputs)
+    for path, what in outputs:
+        _check_writable(path, what)
+    _export_options(args)
+    try:
+        values, _origin = param_values(settings, {})
+        base = DetectorParams(**values)
+    except (IndexOptionError, ParameterError) as exc:
+        raise CliError(str(exc)) from None
+    detector = _open_index(spec, base, recorded=True)
+    try:
+        if len(detector.storage) == 0 and not detector.storage.host_counts():
+            raise CliError(f"the {spec.describe()} holds no pages")
+        report = detector.report()
+        written = _write_reports(args, detector, report)
+    except StorageError as exc:
+        raise CliError(f"the {spec.describe()} failed: {exc}") from None
+    finally:
+        detector.close()
+    if not args.quiet:
+        from .report.text import format_summary
+
+        lines = [f"index: {spec.describe()}", *format_summary(report, max_lines=SUMMARY_LINES - 2)]
+        if written:
+            lines.append("wrote: " + ", ".join("<stdout>" if name == "-" else name for name in written))
+        sys.stderr.write("".join(line + "\n" for line in lines))
+        sys.stderr.flush()
+    return EXIT_OK
 
 
 def _write_exports(args: argparse.Namespace, detector: Any) -> list[str]:
@@ -662,6 +992,8 @@ def _input_lines(stats: ScanStats, elapsed: float) -> list[str]:
         f"input: {plural(stats.records, 'record')}, {plural(stats.pages, 'page')} checked in "
         f"{elapsed:.1f} s ({rate:,.1f} pages/s)"
     )
+    if stats.revisits:
+        text += f", {plural(stats.revisits, 'revisit')} (urls the index had checked before; counted once)"
     if stats.blank:
         text += f", {stats.blank:,} blank {'line' if stats.blank == 1 else 'lines'}"
     if stats.kept:
@@ -784,7 +1116,9 @@ def _scan_loop(  # noqa: PLR0917
                 rules.observe(verdict.url, verdict.cluster)
                 if verdict.canonical and verdict.canonical != verdict.url:
                     rules.observe_same(verdict.url, verdict.canonical)
-            if verdict.status in ("exact", "near"):
+            if verdict.revisit:
+                stats.revisits += 1
+            elif verdict.status in ("exact", "near"):
                 stats.duplicates += 1
                 if verbose:
                     sim = "-" if verdict.similarity is None else f"{verdict.similarity:.3f}"
@@ -795,6 +1129,8 @@ def _scan_loop(  # noqa: PLR0917
                     progress.write(f"{where}: {verdict.status} J={sim} H={ham} {url} -> {original}")
             if write is not None:
                 tag = verdict.to_dict()
+                if verdict.revisit:  # tagged as it was when first checked, and marked
+                    tag["revisit"] = True
                 if archive:
                     line = _sidecar(unit, tag)
                 elif record.has_tag and not retag:

@@ -16,7 +16,7 @@ from typing import Any
 
 from scrapy.settings import BaseSettings
 
-from .core.params import DetectorParams, ParameterError
+from .core.params import PARAM_SETTINGS, DetectorParams, ParameterError
 from .core.urls import redact_connection_url
 
 __all__ = [
@@ -32,29 +32,6 @@ ACTIONS = ("tag", "drop")
 STORAGE_ERROR_POLICIES = ("pass", "stop")
 STORAGE_KINDS = ("memory", "disk", "redis", "redis-cluster")
 WORKER_MODES = ("process", "inline")
-
-#: DetectorParams field -> setting name (for messages about invalid parameters).
-PARAM_SETTINGS = {
-    "threshold": "NEARDUP_THRESHOLD",
-    "algorithm": "NEARDUP_ALGORITHM",
-    "num_perm": "NEARDUP_NUM_PERM",
-    "shingle_size": "NEARDUP_SHINGLE_SIZE",
-    "shingle_kind": "NEARDUP_SHINGLE_KIND",
-    "simhash_distance": "NEARDUP_SIMHASH_DISTANCE",
-    "min_tokens": "NEARDUP_MIN_TOKENS",
-    "scope": "NEARDUP_SCOPE",
-    "max_text_chars": "NEARDUP_MAX_TEXT_CHARS",
-    "mask_digits": "NEARDUP_MASK_DIGITS",
-    "mask_dates": "NEARDUP_MASK_DATES",
-    "seed": "NEARDUP_SEED",
-    "bands": "NEARDUP_LSH_BANDS",
-    "rows": "NEARDUP_LSH_ROWS",
-    "mirror_min_pages": "NEARDUP_MIRROR_MIN_PAGES",
-    "mirror_share": "NEARDUP_MIRROR_SHARE",
-    "ttl": "NEARDUP_TTL",
-    "timeout": "NEARDUP_TIMEOUT",
-    "max_work": "NEARDUP_MAX_WORK",
-}
 
 DEFAULT_MAX_BODY_BYTES = 10_000_000
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"

@@ -30,12 +30,20 @@ class Progress:
             ``None`` when unknown (stdin, pipes).
         enabled: draw at all; defaults to whether ``stream`` is a terminal.
         interval: seconds between redraws.
+        label: text shown before the line (e.g. which input of several).
     """
 
     def __init__(
-        self, stream: TextIO, total: int | None = None, *, enabled: bool | None = None, interval: float = 0.2
+        self,
+        stream: TextIO,
+        total: int | None = None,
+        *,
+        enabled: bool | None = None,
+        interval: float = 0.2,
+        label: str = "",
     ) -> None:
         self.stream = stream
+        self.label = label
         self.total = total if total and total > 0 else None
         if enabled is None:
             try:
@@ -80,7 +88,7 @@ class Progress:
             bar = "#" * filled + "-" * (width - filled)
             eta = _clock(elapsed * (1.0 - fraction) / fraction) if fraction > 0 else "?"
             text = f"[{bar}] {100 * fraction:5.1f}%  ETA {eta}  " + text
-        return text
+        return self.label + text
 
     def _columns(self) -> int:
         try:

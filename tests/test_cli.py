@@ -263,7 +263,7 @@ def test_missing_input_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert main(["scan", str(tmp_path / "nope.jsonl"), "-o", str(tmp_path / "o.jsonl")]) == EXIT_ERROR
     assert "no such file" in capsys.readouterr().err
     assert main(["scan", str(tmp_path), "-o", str(tmp_path / "o.jsonl")]) == EXIT_ERROR
-    assert "is a directory" in capsys.readouterr().err
+    assert "a directory without web archives" in capsys.readouterr().err
 
 
 def test_unwritable_report_fails_before_scanning(

@@ -356,6 +356,28 @@ class NearDupDetector:
         """The JSON-serialisable report (format ``neardup-report/1``; see README), after
         :meth:`settle`."""
         self.settle()
+        return self.report_as_is(
+            max_clusters=max_clusters,
+            max_members=max_members,
+            max_hosts=max_hosts,
+            max_examples=max_examples,
+            dropped=dropped,
+            storage_errors=storage_errors,
+        )
+
+    def report_as_is(
+        self,
+        *,
+        max_clusters: int = 100,
+        max_members: int = 20,
+        max_hosts: int = 1000,
+        max_examples: int = 20,
+        dropped: int = 0,
+        storage_errors: int = 0,
+    ) -> dict[str, Any]:
+        """The report of the index as it is, without :meth:`settle`: for one of several processes
+        filling a shared index, which leaves the representatives to the report made when all
+        are done (changing them would change the verdicts of the others' pages)."""
         return build_report(
             self.storage,
             self.params,

@@ -3,12 +3,37 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 ALGORITHMS = ("both", "minhash", "simhash")
 SCOPES = ("global", "host")
 SHINGLE_KINDS = ("word", "char")
+
+#: DetectorParams field -> the Scrapy setting that sets it (``neardup-scrapy scan -s`` reads the
+#: same names).
+PARAM_SETTINGS = {
+    "threshold": "NEARDUP_THRESHOLD",
+    "algorithm": "NEARDUP_ALGORITHM",
+    "num_perm": "NEARDUP_NUM_PERM",
+    "shingle_size": "NEARDUP_SHINGLE_SIZE",
+    "shingle_kind": "NEARDUP_SHINGLE_KIND",
+    "simhash_distance": "NEARDUP_SIMHASH_DISTANCE",
+    "min_tokens": "NEARDUP_MIN_TOKENS",
+    "scope": "NEARDUP_SCOPE",
+    "max_text_chars": "NEARDUP_MAX_TEXT_CHARS",
+    "mask_digits": "NEARDUP_MASK_DIGITS",
+    "mask_dates": "NEARDUP_MASK_DATES",
+    "seed": "NEARDUP_SEED",
+    "bands": "NEARDUP_LSH_BANDS",
+    "rows": "NEARDUP_LSH_ROWS",
+    "mirror_min_pages": "NEARDUP_MIRROR_MIN_PAGES",
+    "mirror_share": "NEARDUP_MIRROR_SHARE",
+    "ttl": "NEARDUP_TTL",
+    "timeout": "NEARDUP_TIMEOUT",
+    "max_work": "NEARDUP_MAX_WORK",
+}
 
 #: Bumped whenever hashing, shingling or key layout changes, so an old store refuses to open.
 HASH_SCHEME = (
@@ -262,3 +287,23 @@ def describe_banding(params: DetectorParams) -> str:
         for s in (0.5, params.threshold - 0.1, params.threshold)
     )
     return f"MinHash LSH b={b} r={r}: {points}"
+
+
+def params_of_signature(stored: Mapping[str, Any], base: DetectorParams) -> DetectorParams:
+    """``base`` with every parameter an index recorded (:meth:`DetectorParams.index_signature`)
+    taken from ``stored``: the parameters to read an index with when its settings are not known
+    (an export). Parameters the index does not record (``algorithm``, mirrors, ``ttl``...) stay
+    those of ``base``.
+
+    Raises:
+        ParameterError: the index was written by another hashing scheme or record format (it
+            cannot be read by this version), or records an invalid value.
+    """
+    for name, ours in (("hash_scheme", HASH_SCHEME), ("format_version", FORMAT_VERSION)):
+        if name in stored and stored[name] != ours:
+            raise ParameterError(
+                f"the index was written with {name} {stored[name]!r}; this version reads {ours!r} only"
+            )
+    names = {f.name for f in fields(DetectorParams) if f.init}
+    changes = {k: v for k, v in stored.items() if k in names and v is not None}
+    return replace(base, **changes)
