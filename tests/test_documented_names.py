@@ -205,7 +205,6 @@ PUBLIC_NAMES = [
     "neardup_scrapy.core.storage:IndexStorage",
     "neardup_scrapy.core.storage:StorageError",
     "neardup_scrapy.core.storage:open_storage",
-    "neardup_scrapy.core.storage.base:StorageError",
     "neardup_scrapy.core.storage.retry:CLOSE_PATIENCE",
 ]
 
@@ -218,7 +217,6 @@ STORE_METHODS = [
     "commit",
     "promote",
     "promote_origins",
-    "url_of",
     "__len__",
     "host_counts",
     "mirror_evidence",
