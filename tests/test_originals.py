@@ -215,3 +215,28 @@ def test_the_canonical_link_header(values: list[str], target: str) -> None:
 )
 def test_the_canonical_address(url: str, href: str, address: str) -> None:
     assert canonical_address(url, href) == address
+
+
+@pytest.mark.parametrize("same_text", [True, False], ids=["exact", "near"])
+@pytest.mark.parametrize("declared", ["", "link", "header"])
+def test_every_kind_of_match_knows_where_its_original_is(same_text: bool, declared: str) -> None:
+    """Whatever rule joined a copy checked first (identical main text or an edited copy), the
+    original replaces it when a page names it canonical, and a cross-host duplicate with no such
+    evidence is undecided: the decision is the same for ``exact`` and ``near``."""
+    make_copy = origin_page if same_text else copy_page
+    head = canonical(ORIGINAL) if declared == "link" else ""
+    det = NearDupDetector()
+    copy = det.check(
+        COPY,
+        make_copy("Story", 3, head) if declared == "link" else make_copy("Story", 3),
+        canonical=ORIGINAL if declared == "header" else "",
+    )
+    original = det.check(ORIGINAL, origin_page("Story", 3))
+    assert copy.status == "unique"
+    assert original.status == ("exact" if same_text else "near")
+    assert original.is_duplicate and original.duplicate_of == COPY
+    if declared:
+        assert original.replaced == COPY and not original.undecided and not original.droppable
+        assert det.report()["clusters"][0]["representative"] == ORIGINAL
+    else:
+        assert original.replaced is None and original.undecided and not original.droppable

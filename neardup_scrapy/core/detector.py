@@ -803,6 +803,8 @@ class NearDupDetector:
                     "exact",
                     root=roots[row],
                     root_url=rep.url,
+                    root_host=rep.host,
+                    known=known,
                     similarity=1.0,
                     hamming=0,
                     matched_url=rep.url,
