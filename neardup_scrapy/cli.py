@@ -162,7 +162,8 @@ def build_parser() -> argparse.ArgumentParser:
         "-o",
         "--output",
         metavar="OUTPUT",
-        help="tagged records (.gz compresses; - for stdout); default: stdout unless it is a terminal",
+        help="tagged records, JSON Lines (a NAME.json gets one JSON array; .gz compresses; - for stdout); "
+        "default: stdout unless it is a terminal",
     )
     scan.add_argument(
         "--report", metavar="REPORT.json", help="write the JSON report (neardup-report/1; - for stdout)"
@@ -466,13 +467,18 @@ def _open_output(path: str | None) -> tuple[BinaryIO | None, str | None]:
     if path == "-":
         return sys.stdout.buffer, "<stdout>"
     try:
+        stream: BinaryIO
         if path.endswith(".gz"):
             raw = open(path, "wb")  # noqa: SIM115 - closed with the gzip stream
             gz = gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=GZIP_LEVEL, mtime=0)
-            return _ClosingGzip(gz, raw), path
-        return open(path, "wb", buffering=_BUFFER), path
+            stream = _ClosingGzip(gz, raw)
+        else:
+            stream = open(path, "wb", buffering=_BUFFER)  # noqa: SIM115 - closed by the caller
     except OSError as exc:
         raise CliError(f"OUTPUT {path}: cannot create: {exc.strerror or exc}") from None
+    if path.removesuffix(".gz").lower().endswith(".json"):
+        return _JsonArray(stream), path
+    return stream, path
 
 
 class _ClosingGzip(io.BufferedWriter):
@@ -487,6 +493,31 @@ class _ClosingGzip(io.BufferedWriter):
             super().close()
         finally:
             self._raw_file.close()
+
+
+class _JsonArray(io.BufferedWriter):
+    """``-o NAME.json``: the output lines as one JSON array, one element per line.
+
+    Every line the scan writes is one JSON value ending in a newline; the array is closed when
+    the output is, also after an interruption, so the file is always one JSON document.
+    """
+
+    def __init__(self, stream: BinaryIO) -> None:
+        super().__init__(stream, _BUFFER)
+        self._elements = 0
+
+    def write(self, line: Any) -> int:
+        opener = b",\n" if self._elements else b"[\n"
+        self._elements += 1
+        super().write(opener + bytes(line).rstrip(b"\r\n"))
+        return len(line)
+
+    def close(self) -> None:
+        if not self.closed:
+            try:
+                super().write(b"\n]\n" if self._elements else b"[]\n")
+            finally:
+                super().close()
 
 
 def _write_text(path: str, text: str) -> None:

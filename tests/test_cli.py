@@ -92,6 +92,32 @@ def test_gzip_in_and_out(tmp_path: Path) -> None:
     check_output(read_jsonl(out), records, expected)
 
 
+@pytest.mark.parametrize("name", ["out.json", "OUT.JSON.gz"])
+def test_json_output_name_gets_one_json_array(tmp_path: Path, name: str) -> None:
+    """``-o NAME.json`` writes what its name says: one JSON array, the JSON Lines' records in order."""
+    records, expected = make_crawl()
+    path = write_jsonl(tmp_path / "pages.jsonl", records)
+    lines_out, array_out = tmp_path / "out.jsonl", tmp_path / name
+    assert main(["scan", str(path), "-o", str(lines_out), "-q"]) == EXIT_OK
+    assert main(["scan", str(path), "-o", str(array_out), "-q"]) == EXIT_OK
+    data = array_out.read_bytes()
+    if name.endswith(".gz"):
+        data = gzip.decompress(data)
+    elements = json.loads(data)
+    assert isinstance(elements, list)
+    assert elements == [json.loads(line) for line in read_jsonl(lines_out)]
+    check_output([json.dumps(e).encode() for e in elements], records, expected)
+
+
+def test_json_output_of_unusable_records_is_still_an_array(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(b"not json\n[1, 2]\n")
+    out = tmp_path / "out.json"
+    assert main(["scan", str(path), "-o", str(out), "-q"]) == EXIT_MALFORMED
+    elements = json.loads(out.read_bytes())
+    assert [e["neardup"]["status"] for e in elements] == ["skipped", "skipped"]
+
+
 def test_gzip_detected_by_content_not_name(tmp_path: Path) -> None:
     records, expected = make_crawl()
     path = tmp_path / "pages.data"
@@ -313,9 +339,10 @@ def test_truncated_gzip_is_an_input_error(tmp_path: Path) -> None:
     assert json.loads(report.read_text())["totals"]["pages"] == len(lines)
 
 
-def test_interrupt_exits_130_and_keeps_what_was_read(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["o.jsonl", "o.json"])
+def test_interrupt_exits_130_and_keeps_what_was_read(tmp_path: Path, name: str) -> None:
     records, _expected = make_crawl()
-    out = tmp_path / "o.jsonl"
+    out = tmp_path / name
     report = tmp_path / "r.json"
     proc = subprocess.Popen(
         [sys.executable, "-m", "neardup_scrapy.cli", "scan", "-", "-o", str(out), "--report", str(report)],
@@ -336,7 +363,10 @@ def test_interrupt_exits_130_and_keeps_what_was_read(tmp_path: Path) -> None:
     assert proc.wait(timeout=60) == EXIT_INTERRUPTED, err
     proc.stdin.close()
     assert "interrupted after 5 records (5 records written)" in err  # read and written agree
-    assert len(read_jsonl(out)) == 5
+    if name.endswith(".json"):  # the array is closed: the file is one JSON document
+        assert len(json.loads(out.read_bytes())) == 5
+    else:
+        assert len(read_jsonl(out)) == 5
     assert json.loads(report.read_text())["totals"]["pages"] == 5
 
 

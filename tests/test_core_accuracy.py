@@ -5,7 +5,7 @@ own score.py with default settings, in file order and in shuffled orders.
 Each run prints its figures (F1, recall by kind, the host pairs of false positives, the mirror
 pairs), so a regression shows which class of duplicates it hit. The floors are the acceptance
 levels of the project's issues, or, where a figure is below its target, the measured value
-less a margin (see CHANGES.md).
+less a margin (the measured values: docs/accuracy.md).
 """
 
 from __future__ import annotations

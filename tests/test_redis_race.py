@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import random
+import struct
 from typing import Any
 
 import pytest
@@ -44,6 +45,16 @@ def _worker(kind: str, url: str, prefix: str, pages: list[tuple[str, str]], barr
         verdicts.append(verdict.to_dict() | {"url": page_url, "doc_id": verdict.doc_id})
     det.close()
     out.put((verdicts, store.conflicts))
+
+
+def commit_order(store: RedisClusterStorage) -> list[int]:
+    """Doc ids of the commits in the cluster store's commit log, in commit order.
+
+    The log is a list at ``<base>:log`` on the serialisation slot; each entry starts with two
+    little-endian uint32, the second the doc id (see ``redis_cluster.py``'s commit script).
+    """
+    raw = store._client.lrange(f"{store._base}:log", 0, -1)
+    return [struct.unpack_from("<II", bytes(entry))[1] for entry in raw]
 
 
 def _partition(verdicts: list[dict[str, Any]]) -> set[frozenset[str]]:
@@ -100,7 +111,7 @@ def test_concurrent_processes_record_one_original_per_cluster(
     store = _store(kind, url, prefix)
     det = NearDupDetector(storage=store)
     if isinstance(store, RedisClusterStorage):
-        rank = {doc: k for k, doc in enumerate(store.commit_order())}
+        rank = {doc: k for k, doc in enumerate(commit_order(store))}
         assert len(rank) == len(pages)
         committed = sorted(verdicts, key=lambda v: rank[v["doc_id"]])
     else:

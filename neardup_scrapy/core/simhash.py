@@ -64,9 +64,3 @@ def block_masks(max_distance: int) -> tuple[int, ...]:
             mask |= block_bits[i]
         masks.append(mask)
     return tuple(masks)
-
-
-def table_values(fingerprint: int, max_distance: int) -> U64:
-    """The fingerprint's bits under each table mask (one uint64 per table)."""
-    masks = np.array(block_masks(max_distance), dtype=np.uint64)
-    return masks & np.uint64(fingerprint)

@@ -13,14 +13,12 @@ from libc.stdlib cimport free
 from libc.string cimport memset
 
 cimport lxml.includes.etreepublic as cetree
-from lxml.includes cimport tree
 
 from neardup_scrapy.core.native._common cimport ByteBuf, U64Buf
 from neardup_scrapy.core.native.extract cimport (
     EXTRACT_EMPTY,
     EXTRACT_FALLBACK,
     EXTRACT_NOMEM,
-    EXTRACT_OK,
     EXTRACT_OVERWORK,
     EXTRACT_TIMEOUT,
     WORK_TOKEN,

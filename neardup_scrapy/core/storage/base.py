@@ -331,9 +331,6 @@ class IndexStorage(Protocol):
             The number of clusters whose representative changed.
         """
 
-    def url_of(self, doc_id: int) -> str:
-        """Url of a page."""
-
     def __len__(self) -> int:
         """Number of indexed pages."""
 

@@ -257,10 +257,6 @@ class MemoryStorage:
         return sum(self.promote(doc) for doc in chosen)
 
     # -- lookups for reports ---------------------------------------------------------------------
-    def url_of(self, doc_id: int) -> str:
-        """Url of page ``doc_id``."""
-        return self._urls[doc_id]
-
     def host_counts(self) -> dict[str, HostCounts]:
         """Counters of every host (live objects; do not modify)."""
         return self._host_counts

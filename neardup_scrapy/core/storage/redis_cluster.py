@@ -929,11 +929,6 @@ class RedisClusterStorage(RedisStorage):
             return fn()
 
     # -- reports -------------------------------------------------------------------------------
-    def commit_order(self) -> list[int]:
-        """Doc ids of the commits still in the commit log, in commit order (for tests and tooling)."""
-        raw = self._call(lambda: self._client.lrange(f"{self._base}:log", 0, -1), "commit log")
-        return [struct.unpack_from("<II", bytes(e))[1] for e in raw]
-
     def _mirror_tables(self, hosts: list[str]) -> list[Any]:
         """The mirror hashes of ``hosts``, all on the serialisation slot: one script, one round trip."""
         flat = self._eval(

@@ -1180,13 +1180,6 @@ class RedisStorage:
         return changed
 
     # -- reports -------------------------------------------------------------------------------
-    def url_of(self, doc_id: int) -> str:
-        """Url of page ``doc_id``."""
-        batch = self.fetch(np.array([doc_id], dtype=np.int64))
-        if not len(batch):
-            raise KeyError(doc_id)
-        return batch.urls[0]
-
     def host_counts(self) -> dict[str, HostCounts]:
         """Counters of every host (all processes)."""
         return self._host_counters()[0]

@@ -46,11 +46,6 @@ class RetryPolicy:
         """The sleeps between tries (``attempts - 1`` of them)."""
         return [min(self.base_delay * (2**i), self.max_delay) for i in range(self.attempts - 1)]
 
-    @property
-    def total_delay(self) -> float:
-        """Seconds slept in all before giving up."""
-        return sum(self.delays())
-
 
 def call_with_retry(
     fn: Callable[[], T],

@@ -715,13 +715,6 @@ class SQLiteStorage:
         return sum(self.promote(doc) for doc in chosen)
 
     # -- reports -------------------------------------------------------------------------------
-    def url_of(self, doc_id: int) -> str:
-        """Url of page ``doc_id``."""
-        row = self._require().execute("SELECT url FROM docs WHERE id=?", (int(doc_id),)).fetchone()
-        if row is None:
-            raise KeyError(doc_id)
-        return _from_db(row[0])
-
     def host_counts(self) -> dict[str, HostCounts]:
         """Counters of every host."""
         return {h: HostCounts(**vars(c)) for h, c in self._counts.items()}
