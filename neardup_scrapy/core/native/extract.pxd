@@ -21,6 +21,13 @@ cdef enum:
 # same page costs the same work on any machine under any load. One unit is about the CPU time
 # of handling one byte of text (a few nanoseconds).
 cdef enum:
+    # libxml2's trees hold elements at most this deep (huge_tree): the parser stops at an element
+    # it would nest deeper and drops the rest of the document. The one depth of the reading
+    # policy (neardup_scrapy.core.reading): the walk of the parser's events gives way to the
+    # tree here, and a tree this deep is parsed again flattened.
+    MAX_DEPTH = 2048
+
+cdef enum:
     WORK_ELEMENT = 32
     WORK_TOKEN = 4
 

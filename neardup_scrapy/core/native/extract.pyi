@@ -1,5 +1,7 @@
 from typing import Any
 
+MAX_TREE_DEPTH: int
+
 def thread_time() -> float: ...
 def count_chars(data: bytes) -> int: ...
 

@@ -1702,7 +1702,6 @@ cdef int _PARSE_OPTIONS = HTML_PARSE_RECOVER | HTML_PARSE_NONET | HTML_PARSE_COM
 cdef _SAXHandler _EVENTS
 
 cdef enum:
-    TREE_DEPTH = 2000   # elements nested this deep go to the tree walk (libxml2's tree stops at 2,048)
     PARSER_DOCUMENTS = 1000  # documents one parser context reads before a fresh one
     EV_DONE = 100       # the page's events are over: the parse stopped before the document's end
 
@@ -1808,9 +1807,9 @@ cdef void _on_start(Extractor ex, const_xmlChar *name, const_xmlChar **atts) noe
     ex.ev_depth += 1
     if ex.ev_status != EXTRACT_OK or name == NULL or not _tick(ex):
         return
-    if ex.ev_depth >= TREE_DEPTH:
-        # lxml's tree stops near here: such a document is read as its tree is (the tree walk
-        # then flattens it), so every way of reading a page gives the same text
+    if ex.ev_depth >= MAX_DEPTH:
+        # lxml's tree stops here: such a document is read as its tree is (its reader then
+        # flattens it), so every way of reading a page gives the same text
         _halt(ex, EXTRACT_FALLBACK)
         return
     if ex.ev_region == REGION_BODY:
@@ -1887,6 +1886,10 @@ _EVENTS.cdataBlock = <_CDataFn>_on_cdata
 _EVENTS.ignorableWhitespace = <_BlankFn>_on_blank
 _EVENTS.serror = <_ErrorFn>_on_error
 _EVENTS.initialized = XML_SAX2_MAGIC
+
+
+#: libxml2's deepest tree (see ``MAX_DEPTH`` in the ``.pxd``), for the reading policy.
+MAX_TREE_DEPTH = MAX_DEPTH
 
 
 def _bind() -> None:
