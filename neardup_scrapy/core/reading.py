@@ -31,7 +31,8 @@ from lxml import etree
 from lxml import html as lxml_html
 
 from .charset import utf8_document
-from .native.extract import MAX_TREE_DEPTH, has_long_tag
+from .native.extract import MAX_TREE_DEPTH
+from .native.markup import has_long_tag
 
 __all__ = [
     "FLATTEN_TAG_PATTERN",
