@@ -85,6 +85,28 @@ from lxml.includes cimport tree
 from lxml.includes.tree cimport const_xmlChar
 cimport lxml.includes.etreepublic as cetree
 
+from neardup_scrapy.core.native._libxml2 cimport (
+    HTML_PARSE_COMPACT,
+    HTML_PARSE_NONET,
+    HTML_PARSE_RECOVER,
+    XML_ERR_RESOURCE_LIMIT,
+    XML_PARSE_HUGE,
+    XML_SAX2_MAGIC,
+    _BlankFn,
+    _CDataFn,
+    _CtxtFn,
+    _EndFn,
+    _ErrorFn,
+    _FreeDocFn,
+    _LastErrorFn,
+    _NewCtxtFn,
+    _ParserCtxt,
+    _ReadMemoryFn,
+    _SAXHandler,
+    _StartFn,
+    _TextFn,
+    _XmlError,
+)
 from neardup_scrapy.core.native._common cimport (
     ByteBuf,
     U64Buf,
