@@ -4,7 +4,7 @@ import lxml
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-NATIVE = ("extract", "tokens", "sketch", "page", "bucketmap", "chance")
+NATIVE = ("extract", "markup", "tokens", "sketch", "page", "bucketmap", "chance")
 
 extensions = [
     Extension(

@@ -24,7 +24,7 @@ from importlib import resources
 from pathlib import Path
 from typing import NoReturn
 
-NATIVE = ("bucketmap", "chance", "extract", "page", "sketch", "tokens")
+NATIVE = ("bucketmap", "chance", "extract", "markup", "page", "sketch", "tokens")
 CHECKOUT = Path(__file__).resolve().parent.parent
 
 PARAGRAPHS = [

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from scrapy.http import HtmlResponse
 
 from neardup_scrapy.core import NearDupDetector, Verdict
-from neardup_scrapy.core.native.extract import has_long_tag
+from neardup_scrapy.core.native.markup import has_long_tag
 from neardup_scrapy.pages import MAX_ATTRIBUTES, page_tree, response_text, selector_tree
 from neardup_scrapy.runtime import NeardupRuntime
 from neardup_scrapy.worker import _check as worker_check

@@ -415,3 +415,20 @@ def test_every_page_of_both_labelled_sets_extracts_the_same(eval_dev: Path, eval
             differ.append(number)
     assert differ == []
     assert fallbacks == 0
+
+
+@pytest.mark.parametrize("extra", [-3, -1, 0, 1, 2])
+def test_one_depth_rule_for_the_events_and_the_tree(extra: int) -> None:
+    """The walk of the parser's events gives way to the tree exactly where the tree reaches
+    libxml2's depth (``MAX_DEPTH``), the depth at which the tree is read flattened."""
+    from lxml import etree
+
+    from neardup_scrapy.core.reading import MAX_DEPTH, reaches_depth_limit
+
+    divs = MAX_DEPTH - 2 + extra  # inside <html> and <body>
+    data = ("<html><body>" + "<div>" * divs + "deep words").encode()
+    to_tree = Extractor().extract_html(data)[0] == "fallback"
+    root = etree.fromstring(data, etree.HTMLParser(encoding="utf-8", huge_tree=True))
+    assert reaches_depth_limit(root) == to_tree == (divs + 2 >= MAX_DEPTH)
+    if to_tree:  # read flattened, the text is all there
+        assert "deep words" in Extractor().extract(parse_utf8(data))[1]

@@ -17,12 +17,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .charset import utf8_document
 from .hosts import host_of
 from .native.page import NativeAnalyzer, PageSketch
 from .params import DetectorParams
+from .reading import ParseTimeout, parse_utf8
 from .simhash import block_masks
 from .sketch import Sketch, host_salt
-from .text import ParseTimeout, parse_utf8, tree_root, utf8_document
+from .text import tree_root
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +93,7 @@ class PageAnalyzer:
         thread) is when the check began, when the caller parsed ``tree`` itself: its parse
         counts in the CPU budget too (default: now). ``parse`` gives the tree of ``html`` for
         the documents the compiled pass cannot read from the parser's events (default:
-        :func:`~.text.parse_utf8`); what it raises reaches the caller.
+        :func:`~.reading.parse_utf8`); what it raises reaches the caller.
         """
         host = host_of(url)
         salt = host_salt(host, self.params.seed) if self.params.scope == "host" else None
@@ -129,7 +131,7 @@ class PageAnalyzer:
 
         From HTML the pass follows the parser's events and builds no tree; the few documents it
         cannot read that way (see ``NativeAnalyzer.analyze_html``) are parsed into a tree, in
-        time linear in the document (:func:`~.text.parse_utf8`) and within the CPU budget."""
+        time linear in the document (:func:`~.reading.parse_utf8`) and within the CPU budget."""
         root = tree_root(tree) if tree is not None else None
         data = None
         timeout, max_work = self.params.timeout, self.params.max_work

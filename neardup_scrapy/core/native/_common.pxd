@@ -1,5 +1,6 @@
 # cython: language_level=3
-"""Inline helpers shared by the native modules: 64-bit mixing, the seeded byte hash, buffers.
+"""Inline helpers shared by the native modules: 64-bit mixing, the seeded byte hash, buffers,
+the CPU clock of the calling thread.
 
 Every hash here is a pure function of its input bytes and the seed, with fixed 64-bit
 arithmetic, so values are the same on every machine and in every process.
@@ -8,6 +9,7 @@ arithmetic, so values are the same on every machine and in every process.
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int32_t
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy, memset
+from posix.time cimport CLOCK_THREAD_CPUTIME_ID, clock_gettime, timespec
 
 cdef extern from *:
     """
@@ -125,3 +127,11 @@ cdef inline int u64buf_push(U64Buf *b, uint64_t v) noexcept nogil:
     b.data[b.len] = v
     b.len += 1
     return 0
+
+
+cdef inline double cpu_now() noexcept nogil:
+    """CPU seconds used by the calling thread (``time.thread_time()``): unlike a wall clock,
+    it does not run while other processes hold the cores."""
+    cdef timespec ts
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+    return ts.tv_sec + ts.tv_nsec * 1e-9

@@ -21,6 +21,13 @@ cdef enum:
 # same page costs the same work on any machine under any load. One unit is about the CPU time
 # of handling one byte of text (a few nanoseconds).
 cdef enum:
+    # libxml2's trees hold elements at most this deep (huge_tree): the parser stops at an element
+    # it would nest deeper and drops the rest of the document. The one depth of the reading
+    # policy (neardup_scrapy.core.reading): the walk of the parser's events gives way to the
+    # tree here, and a tree this deep is parsed again flattened.
+    MAX_DEPTH = 2048
+
+cdef enum:
     WORK_ELEMENT = 32
     WORK_TOKEN = 4
 
@@ -41,6 +48,8 @@ cdef struct Elem:
 
 
 cdef enum:
+    MAX_SERIES = 8        # <link rel=next/prev> hrefs kept per page
+    SERIES_SEED = 0x5E7   # seed of their hashes
     MAX_WORDS = 32        # entries of a word list (Words)
     MEMO_SLOTS = 1 << 14  # class/id strings remembered by an extractor (by shape)
     WORD_SLOTS = 1 << 13  # single class words remembered by an extractor: class and id strings
@@ -98,7 +107,7 @@ cdef class Extractor:
     cdef ByteBuf heading      # the page's heading (first h1, else first title-classed element)
     cdef ByteBuf title        # the <title>
     cdef ByteBuf canonical    # <link rel=canonical href>
-    cdef uint64_t series[8]   # hashes of the hrefs of <link rel=next/prev>
+    cdef uint64_t series[MAX_SERIES]  # hashes of the hrefs of <link rel=next/prev>
     cdef int n_series
     cdef int32_t anchor
     cdef list anchors         # the title headings (each also flagged F_ANCHOR)
@@ -131,26 +140,5 @@ cdef class Extractor:
     cdef double cpu_deadline
 
     cdef int run(self, tree.xmlNode *root, long max_chars) except -1
-    cdef int walk_tree(self, tree.xmlNode *root) except -1 nogil
     cdef int run_html(self, const unsigned char *data, size_t n, long max_chars) except -1
     cdef int budget(self) noexcept nogil
-    cdef int _walk_budget(self) noexcept nogil
-    cdef void _reset(self) noexcept
-    cdef int _decide(self, long max_chars) except -1
-    cdef int32_t _new_elem(self) noexcept nogil
-    cdef int32_t _open(self, int32_t cur, uint16_t kind, ElementAttrs *at) noexcept nogil
-    cdef int _add_text(self, int32_t cur, const unsigned char *s, size_t n) noexcept nogil
-    cdef void _read_head(self, tree.xmlNode *head) noexcept nogil
-    cdef void _read_head_element(self, tree.xmlNode *node) noexcept nogil
-    cdef void _read_link(self, const unsigned char *rel, size_t nrel, const unsigned char *href, size_t nhref) noexcept nogil
-    cdef bint _in_series(self, const unsigned char *href, size_t n) noexcept nogil
-    cdef int _walk(self, tree.xmlNode *top) except -1 nogil
-    cdef void _close(self, int32_t i) noexcept nogil
-    cdef int32_t _find_anchors(self) except -2
-    cdef int _mark_anchors(self) except -1
-    cdef bint _holds_anchor(self, int32_t i) noexcept
-    cdef bint _dominated(self, int32_t t) noexcept
-    cdef bint _only_anchor(self, int32_t b) noexcept
-    cdef int32_t _choose(self) noexcept
-    cdef bint _in_table(self, int32_t j) noexcept
-    cdef int _render(self, int32_t c, long max_chars) except -1

@@ -18,7 +18,6 @@ from neardup_scrapy.core.native._common cimport ByteBuf, U64Buf
 from neardup_scrapy.core.native.extract cimport (
     EXTRACT_EMPTY,
     EXTRACT_FALLBACK,
-    EXTRACT_NOMEM,
     EXTRACT_OVERWORK,
     EXTRACT_TIMEOUT,
     WORK_TOKEN,
@@ -230,8 +229,6 @@ cdef class NativeAnalyzer:
             return self._finish("timeout", None, 0, False)
         if status == EXTRACT_OVERWORK:
             return self._finish("too much work", None, 0, False)
-        if status == EXTRACT_NOMEM:
-            raise MemoryError()
         if status == EXTRACT_EMPTY:
             return self._finish("no text", None, 0, False)
         with nogil:
