@@ -73,12 +73,14 @@ tree to walk it once would cost more than the walk); both number elements with t
 ``EXTRACT_NOMEM`` (or -1 to its caller) and raises :class:`MemoryError` at the pass's one exit.
 """
 
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+# cimports used only by the included files (native/_extract/*.pxi) are marked no-cython-lint:
+# the linter reads one file and cannot see them used
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE  # no-cython-lint
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
-from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND
+from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND  # no-cython-lint
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
-from libc.stdlib cimport calloc, free, malloc, realloc
-from libc.string cimport memcmp, memcpy, memset, strlen
+from libc.stdlib cimport calloc, free, malloc, realloc  # no-cython-lint
+from libc.string cimport memcmp, memcpy, memset, strlen  # no-cython-lint
 from posix.dlfcn cimport RTLD_NOW, dlopen, dlsym
 
 from lxml.includes cimport tree
