@@ -11,16 +11,24 @@ This store splits the index by hash tags (``P`` is the prefix; it may not contai
   (host <-> code);
   ``{P}:log`` (list, the *commit log*: per commit ``u32`` seq, ``u32`` doc id and the first 4
   bytes of each bucket field it wrote; the last ``log_size`` commits); the per-host counters and
-  mirror evidence of the single-server store (``{P}:hc``, ``{P}:ch:<root>``, ``{P}:sh:<host>``,
-  ``{P}:cn:<host>``, same arithmetic, same Lua) and ``{P}:n:<client>`` for idempotent retries.
-* ``{P:g<k>}:*`` -- bucket *group* ``k`` of ``groups`` (256): a bucket field (6 bytes, as in the
+  mirror evidence of the single-server store (``{P}:hc``, ``{P}:sh:<host>``, ``{P}:cn:<host>``,
+  same arithmetic, same Lua), its per-cluster host tables packed (``{P}:ch:<root // 128>``, field
+  ``<root>``: ``u32`` host code and ``u32`` pages per host, some 20 bytes per cluster of several
+  pages where a hash per cluster cost ~100) and ``{P}:n:<client>`` for idempotent retries. Per
+  page it holds 8 bytes (the page table) and at most one packed host table: everything else a
+  page writes goes to the groups.
+* ``{T_k}:*`` -- bucket *group* ``k`` of ``groups`` (256), ``T_k`` = ``P:g<k>:<j>`` chosen so that
+  the groups' slots are evenly spaced (:func:`spread_tags`: group ``k`` in the ``k``-th of 256
+  equal ranges of slots, so primaries owning equal ranges own equal numbers of groups; hashed at
+  random, 6 primaries got 43 +- 6.5 groups each). A bucket field (6 bytes, as in the
   single-server store) belongs to group ``u16(field[4:6]) mod groups``; each group is a small
-  linear-hashing table of its own (``{P:g<k>}:m`` level/split pointer/bucket count,
-  ``{P:g<k>}:s:<n>`` listpack shards, ``{P:g<k>}:o:<field>`` overflowed buckets), so a split
-  moves fields between keys of one slot. Groups spread over all slots, hence all primaries.
-* ``P:r:<id // 256>`` -- page records (packed as in the single-server store), 256 per hash,
-  field ``<id mod 256>``, no hash tag: spread. A key per record costs Redis about 110 bytes
-  (key, object, entry, the cluster's slot index) beside the record; a field of a hash about 40.
+  linear-hashing table of its own (``{T_k}:m`` level/split pointer/bucket count,
+  ``{T_k}:s:<n>`` listpack shards, ``{T_k}:o:<field>`` overflowed buckets), so a split
+  moves fields between keys of one slot.
+* ``{T_k}:r:<n>`` -- page records (packed as in the single-server store), 256 per hash, hash
+  ``n = id // 256`` on group ``n mod groups``'s slot, field ``<id mod 256>``: consecutive hashes
+  take the groups' slots in turn. A key per record costs Redis about 110 bytes (key, object,
+  entry, the cluster's slot index) beside the record; a field of a hash about 40.
 
 A check takes these round trips (one cluster pipeline each; its commands go to their nodes):
 
@@ -58,6 +66,7 @@ given back at most ``ttl`` plus the time its hash took to fill; bucket entries a
 
 from __future__ import annotations
 
+import binascii
 import hashlib
 import json
 import logging
@@ -105,12 +114,18 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 DEFAULT_CLUSTER_URL = "redis://127.0.0.1:7000/0"
-FORMAT = "neardup-redis-cluster/2"
-#: Page records per hash (``P:r:<id // RECORDS_PER_KEY>``): a dict of up to 256 entries keeps
+FORMAT = "neardup-redis-cluster/3"
+#: Page records per hash (``{T_k}:r:<id // RECORDS_PER_KEY>``): a dict of up to 256 entries keeps
 #: its table at 256 slots.
 RECORDS_PER_KEY = 256
 GROUPS = 256
 LOG_SIZE = 1024
+#: Clusters per hash of packed host tables (``{P}:ch:<root // CH_SPAN>``): at most 128 fields keep a
+#: hash a listpack.
+CH_SPAN = 128
+SLOTS = 16384
+#: Most bucket groups an index may have (each then owns a range of 4 slots).
+MAX_GROUPS = 4096
 
 # KEYS[1] group meta; ARGV: 1 group base, 2.. fields -> per field its first BUCKET_CAP ids
 _LUA_GROUP_READ = (
@@ -170,7 +185,8 @@ return n
 )
 
 # The page table and host codes, on {P} (P is the hash-tagged base).
-_LUA_TABLE = r"""
+_LUA_TABLE = (
+    r"""
 local P = ARGV[1]
 local M = P .. ':m'
 -- the page table, in chunks of 2^20 pages (8 MB; a Redis string holds at most 512 MB)
@@ -210,7 +226,50 @@ local function host_of(id)
   if h == false then return nil end
   return h
 end
+-- the code of a host (0, 1, ...), given one when it has none
+local function code_of(host)
+  local code = tonumber(redis.call('HGET', P .. ':hk', host) or '-1')
+  if code < 0 then
+    code = redis.call('HINCRBY', M, 'hosts', 1) - 1
+    redis.call('HSET', P .. ':hk', host, code)
+    redis.call('HSET', P .. ':hv', code, host)
+  end
+  return code
+end
+-- The host table of each cluster of several pages (host -> pages, see _LUA_MIRROR), packed: field
+-- <root> of hash P:ch:<root // CH_SPAN>, value u32 host code and u32 pages per host. A hash of its
+-- own per cluster cost ~100 bytes of key overhead each, on this one slot; a field of a listpack ~20.
+local CH_SPAN = """ + str(CH_SPAN) + r"""
+local function ch_key(root) return P .. ':ch:' .. math.floor(root / CH_SPAN) end
+local function hosts_load(root)
+  local v = redis.call('HGET', ch_key(root), root)
+  if not v then return nil end
+  local t = {}
+  for j = 1, #v - 7, 8 do
+    local code, n = struct.unpack('<I4I4', v, j)
+    local h = redis.call('HGET', P .. ':hv', code)
+    if h then t[h] = n end
+  end
+  return t
+end
+local function hosts_save(root, flat)
+  if #flat == 0 then
+    redis.call('HDEL', ch_key(root), root)
+    return
+  end
+  local parts = {}
+  for k = 1, #flat, 2 do parts[#parts + 1] = struct.pack('<I4I4', code_of(flat[k]), flat[k + 1]) end
+  redis.call('HSET', ch_key(root), root, table.concat(parts))
+end
+local function hosts_move(from, to)
+  local v = redis.call('HGET', ch_key(from), from)
+  if v then
+    redis.call('HDEL', ch_key(from), from)
+    redis.call('HSET', ch_key(to), to, v)
+  end
+end
 """
+)
 
 # ARGV: P, format, load, maxval, groups, name, json, ... -> {stored params (flat), {load, maxval, groups}}
 _LUA_INIT = r"""
@@ -307,9 +366,7 @@ local function promote_in_table(doc, st)
     redis.call('HINCRBY', P .. ':hc', 'u|' .. hr, -1)
     redis.call('HINCRBY', P .. ':hc', st .. '|' .. hr, 1)
   end
-  if redis.call('EXISTS', P .. ':ch:' .. root) == 1 then
-    redis.call('RENAME', P .. ':ch:' .. root, P .. ':ch:' .. doc)
-  end
+  hosts_move(root, doc)
   return root
 end
 """
@@ -374,12 +431,7 @@ local wf, hashes = ARGV[3], {}
 for j = 1, #wf - 5, 6 do hashes[#hashes + 1] = string.sub(wf, j, j + 3) end
 redis.call('RPUSH', LOG, struct.pack('<I4I4', seq, doc) .. table.concat(hashes))
 redis.call('LTRIM', LOG, -tonumber(ARGV[15]), -1)
-local code = tonumber(redis.call('HGET', P .. ':hk', host) or '-1')
-if code < 0 then
-  code = redis.call('HINCRBY', M, 'hosts', 1) - 1
-  redis.call('HSET', P .. ':hk', host, code)
-  redis.call('HSET', P .. ':hv', code, host)
-end
+local code = code_of(host)
 local dkey, dat = entry(doc)
 redis.call('SETRANGE', dkey, dat, struct.pack('<I4I4', doc + 1, code + 1))
 local u = ARGV[9]
@@ -482,6 +534,32 @@ class ClusterToken:
     seen: bytes
 
 
+def key_slot(tag: bytes) -> int:
+    """The Redis Cluster hash slot of a hash tag's content: CRC16 (XMODEM) mod 16384."""
+    return binascii.crc_hqx(tag, 0) % SLOTS
+
+
+def spread_tags(prefix: str, count: int) -> list[str]:
+    """``count`` hash tags of ``prefix`` on evenly spaced slots: tag ``k`` is ``<prefix>:g<k>:<j>``
+    with the first ``j`` whose slot falls in the ``k``-th of ``count`` equal ranges of slots.
+
+    A cluster whose primaries own equal ranges of slots (as ``redis-cli --cluster create`` and
+    ``rebalance`` leave them) then holds an equal share of the tags: 256 tags over 6 primaries are
+    42 or 43 on each, where tags hashed at random put 43 +- 6.5 (one standard deviation) on each.
+    About ``SLOTS / count`` CRCs per tag (256 tags: 65,000 CRCs, a few milliseconds).
+    """
+    if not 1 <= count <= MAX_GROUPS:
+        raise ValueError(f"groups must be 1 .. {MAX_GROUPS}, not {count}")
+    out: list[str] = []
+    for k in range(count):
+        low, high = k * SLOTS // count, (k + 1) * SLOTS // count
+        j = 0
+        while not low <= key_slot(_bytes(f"{prefix}:g{k}:{j}")) < high:
+            j += 1
+        out.append(f"{prefix}:g{k}:{j}")
+    return out
+
+
 def field_group(field: bytes, groups: int) -> int:
     """The bucket group of a 6-byte field (its last two bytes; the shard address uses the first four)."""
     return int.from_bytes(field[4:6], "big") % groups
@@ -515,7 +593,7 @@ class RedisClusterStorage(RedisStorage):
             raise StorageError(f"the redis-cluster store's prefix may not contain braces: {prefix!r}")
         super().__init__(url, prefix=prefix, ttl=ttl, **kwargs)
         self._base = "{" + prefix + "}"
-        self.groups = max(1, int(groups))
+        self.groups = max(1, min(MAX_GROUPS, int(groups)))
         self.log_size = max(16, int(log_size))
         self._load = 38
         self._maxval = 64
@@ -598,7 +676,7 @@ class RedisClusterStorage(RedisStorage):
         if _text(layout) != FORMAT:
             raise ParameterMismatchError(self.where, {"layout": (_text(layout), FORMAT)})
         self._load, self._maxval, self.groups = (int(v) for v in limits)
-        self._group_bases = ["{" + f"{self.prefix}:g{k}" + "}" for k in range(self.groups)]
+        self._group_bases = ["{" + tag + "}" for tag in spread_tags(self.prefix, self.groups)]
         self._check_parameters(stored_raw)
 
     def _recreate_index(self) -> None:
@@ -771,7 +849,12 @@ class RedisClusterStorage(RedisStorage):
     # -- round trips -----------------------------------------------------------------------------
     def _record_at(self, doc: int) -> tuple[str, bytes]:
         """The hash and field of page ``doc``'s record."""
-        return f"{self.prefix}:r:{doc // RECORDS_PER_KEY}", b"%d" % (doc % RECORDS_PER_KEY)
+        return self._record_key(doc // RECORDS_PER_KEY), b"%d" % (doc % RECORDS_PER_KEY)
+
+    def _record_key(self, n: int) -> str:
+        """Hash ``n`` of records: on the slot of group ``n mod groups``, so consecutive hashes take
+        the groups' evenly spaced slots in turn."""
+        return f"{self._group_bases[n % self.groups]}:r:{n}"
 
     def _read_buckets(self, fields: list[bytes]) -> list[bytes]:
         """The first ids of each bucket (``b""`` for none), one group script per group, pipelined."""
@@ -1117,7 +1200,7 @@ class RedisClusterStorage(RedisStorage):
                 count = (1 << int(level or 0)) + int(split or 0)
                 shard_keys += [f"{base}:s:{n}" for n in range(count)]
             record_keys = -(-top // RECORDS_PER_KEY)
-            sample_docs = [f"{self.prefix}:r:{i}" for i in range(0, record_keys, max(1, record_keys // 200))][
+            sample_docs = [self._record_key(i) for i in range(0, record_keys, max(1, record_keys // 200))][
                 :200
             ]
             sample_shards = shard_keys[:: max(1, len(shard_keys) // 200)][:200]
@@ -1147,7 +1230,7 @@ class RedisClusterStorage(RedisStorage):
         def delete() -> int:
             keys = [
                 key
-                for pattern in (f"{self.prefix}:r:*", f"{{{self.prefix}}}:*", f"{{{self.prefix}:g*")
+                for pattern in (f"{{{self.prefix}}}:*", f"{{{self.prefix}:g*")
                 for key in client.scan_iter(match=pattern, count=1000)
             ]
             return sum(int(n) for n in self._per_key("DEL", keys, (), "wipe"))

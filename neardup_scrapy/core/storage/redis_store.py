@@ -325,8 +325,32 @@ return {recs, roots}
 # A record whose parent is >= 0 joins that page's cluster; -1 starts a cluster of its own.
 # ``seen`` maps a 6-byte field to its raw shard value as already read in this script (``false`` =
 # no such bucket, ``''`` = overflow marker); ``apply`` reuses it instead of reading the shard again.
+# Per-cluster host tables of the single-server store: a hash ``P:ch:<root>`` (host -> pages) per
+# cluster of several pages. ``hosts_load`` answers nil for none; ``hosts_save`` with ``{}`` deletes.
+_LUA_HOSTS_KEYS = r"""
+local function hosts_load(root)
+  local all = redis.call('HGETALL', P .. ':ch:' .. root)
+  if #all == 0 then return nil end
+  local t = {}
+  for k = 1, #all, 2 do t[all[k]] = tonumber(all[k + 1]) end
+  return t
+end
+local function hosts_save(root, flat)
+  local key = P .. ':ch:' .. root
+  redis.call('DEL', key)
+  if #flat > 0 then redis.call('HSET', key, unpack(flat)) end
+end
+local function hosts_move(from, to)
+  if redis.call('EXISTS', P .. ':ch:' .. from) == 1 then
+    redis.call('RENAME', P .. ':ch:' .. from, P .. ':ch:' .. to)
+  end
+end
+"""
+
 # Per-host counters, mirror evidence and the helpers of idempotent, deadline-bound commits, on keys
-# under ``P`` (the cluster store reuses them with ``P`` a hash tag, and its own ``host_of``).
+# under ``P``; the per-cluster host tables go through ``hosts_load``/``hosts_save``/``hosts_move``,
+# defined before (:data:`_LUA_HOSTS_KEYS` here; the cluster store packs them on its own). The
+# cluster store reuses this with ``P`` a hash tag, and its own ``host_of``.
 _LUA_MIRROR = r"""
 local M = P .. ':m'
 local HC = P .. ':hc'
@@ -345,14 +369,11 @@ local function share(a, b, n)
   bump(P .. ':sh:' .. b, a, n)
 end
 local function cluster_hosts(root)
-  local all = redis.call('HGETALL', P .. ':ch:' .. root)
-  local t = {}
-  if #all == 0 then
-    local h = host_of(root)
-    if h then t[h] = 1 end
-    return t
-  end
-  for k = 1, #all, 2 do t[all[k]] = tonumber(all[k + 1]) end
+  local t = hosts_load(root)
+  if t then return t end
+  t = {}
+  local h = host_of(root)
+  if h then t[h] = 1 end
   return t
 end
 local function size(t)
@@ -361,11 +382,9 @@ local function size(t)
   return c
 end
 local function save_cluster(root, t)
-  local key = P .. ':ch:' .. root
-  redis.call('DEL', key)
   local args = {}
   for h, n in pairs(t) do args[#args + 1] = h; args[#args + 1] = n end
-  if #args > 2 or (#args == 2 and args[2] > 1) then redis.call('HSET', key, unpack(args)) end
+  if #args > 2 or (#args == 2 and args[2] > 1) then hosts_save(root, args) else hosts_save(root, {}) end
 end
 local function join(root, host)
   local t = cluster_hosts(root)
@@ -403,7 +422,7 @@ local function union(a, b)
       if before ~= 1 then share(x, y, 1 - before) end
     end
   end
-  redis.call('DEL', P .. ':ch:' .. a)
+  hosts_save(a, {})
   save_cluster(b, merged)
 end
 -- the doc id of an already applied commit with this client's sequence number (a retried reply), or nil
@@ -452,16 +471,15 @@ local function promote_doc(doc)
     redis.call('HINCRBY', HC, 'u|' .. hr, -1)
     redis.call('HINCRBY', HC, st .. '|' .. hr, 1)
   end
-  if redis.call('EXISTS', P .. ':ch:' .. root) == 1 then
-    redis.call('RENAME', P .. ':ch:' .. root, P .. ':ch:' .. doc)
-  end
+  hosts_move(root, doc)
   return root
 end
 """
 )
 
 _LUA_APPLY = (
-    _LUA_MIRROR
+    _LUA_HOSTS_KEYS
+    + _LUA_MIRROR
     + _LUA_PROMOTE_DOC
     + r"""
 local function apply(L, sp, seen)
@@ -663,6 +681,7 @@ return {{}, {}, {}, {}, 0, commit_result(apply(L, sp, raw))}
 # its old root (see _LUA_PROMOTE_DOC)
 _LUA_PROMOTE = (
     _LUA_COMMON
+    + _LUA_HOSTS_KEYS
     + _LUA_MIRROR
     + _LUA_PROMOTE_DOC
     + r"""
