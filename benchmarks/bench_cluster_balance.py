@@ -54,9 +54,7 @@ ADMIN = {"info", "dbsize", "config", "cluster", "command", "ping", "memory", "sc
 
 def node_state(port: int) -> dict[str, int]:
     """Keys, used memory less replication buffers and commands run so far, of one node."""
-    memory = dict(
-        line.split(":", 1) for line in _cli(port, "INFO", "memory").splitlines() if ":" in line
-    )
+    memory = dict(line.split(":", 1) for line in _cli(port, "INFO", "memory").splitlines() if ":" in line)
     used = int(memory["used_memory"]) - int(
         memory.get("mem_total_replication_buffers", memory.get("mem_replication_backlog", "0"))
     )
@@ -126,7 +124,22 @@ def fill_synthetic(url: str, prefix: str, pages: int) -> int:
     return pages
 
 
-def measure(cluster: LocalCluster, name: str, run: Any) -> dict[str, Any]:
+def serial_slot(cluster: LocalCluster, prefix: str) -> dict[str, tuple[int, int]]:
+    """The serialisation slot's keys by kind (``{P}:<kind>:...``): count and bytes (``MEMORY USAGE``)."""
+    import redis
+
+    out: dict[str, tuple[int, int]] = {}
+    for port in cluster.primaries():
+        node = redis.Redis(host="127.0.0.1", port=port)
+        for key in node.scan_iter(match=f"{{{prefix}}}:*", count=1000):
+            kind = key.decode("utf-8", "replace")[len(prefix) + 3 :].split(":")[0]
+            n, size = out.get(kind, (0, 0))
+            out[kind] = (n + 1, size + int(node.memory_usage(key, samples=0) or 0))
+        node.close()
+    return out
+
+
+def measure(cluster: LocalCluster, name: str, run: Any, prefix: str) -> dict[str, Any]:
     """Fill one workload; per primary the growth of keys, memory and commands."""
     primaries = cluster.primaries()
     cluster.wait_replicated()
@@ -137,7 +150,14 @@ def measure(cluster: LocalCluster, name: str, run: Any) -> dict[str, Any]:
     cluster.wait_replicated()
     after = {p: node_state(p) for p in primaries}
     rows = {p: {k: after[p][k] - before[p][k] for k in after[p]} for p in primaries}
-    return {"name": name, "pages": pages, "seconds": seconds, "rows": rows, "slots": {p: slots_of(p) for p in primaries}}
+    return {
+        "name": name,
+        "pages": pages,
+        "seconds": seconds,
+        "rows": rows,
+        "slots": {p: slots_of(p) for p in primaries},
+        "serial": serial_slot(cluster, prefix),
+    }
 
 
 def report(result: dict[str, Any]) -> bool:
@@ -146,13 +166,21 @@ def report(result: dict[str, Any]) -> bool:
     mean = {k: sum(r[k] for r in rows.values()) / n for k in ("keys", "memory", "commands")}
     total_commands = sum(r["commands"] for r in rows.values()) or 1
     print(f"\n{result['name']}: {pages:,} pages in {result['seconds']:.0f} s, {n} primaries")
-    print(f"{'primary':>8} {'slots':>6} {'keys':>9} {'/mean':>6} {'memory KiB':>11} {'/mean':>6} {'commands':>10} {'share':>6}")
+    print(
+        f"{'primary':>8} {'slots':>6} {'keys':>9} {'/mean':>6} {'memory KiB':>11} {'/mean':>6} {'commands':>10} {'share':>6}"
+    )
     for port, r in sorted(rows.items()):
         print(
             f"{port:>8} {result['slots'][port]:>6} {r['keys']:>9,} {r['keys'] / (mean['keys'] or 1):>6.2f}"
             f" {r['memory'] / 1024:>11,.0f} {r['memory'] / (mean['memory'] or 1):>6.2f}"
             f" {r['commands']:>10,} {r['commands'] / total_commands:>6.1%}"
         )
+    serial = result["serial"]
+    print(
+        "  serialisation slot: "
+        + ", ".join(f"{kind} {n:,} keys {size / 1024:,.0f} KiB" for kind, (n, size) in sorted(serial.items()))
+        + f" (together {sum(size for _, size in serial.values()) / max(1, pages):,.1f} B/page)"
+    )
     bpp = sum(r["memory"] for r in rows.values()) / max(1, pages)
     worst_keys = max(abs(r["keys"] / mean["keys"] - 1) for r in rows.values()) if mean["keys"] else 0.0
     worst_mem = max(abs(r["memory"] / mean["memory"] - 1) for r in rows.values()) if mean["memory"] else 0.0
@@ -169,7 +197,9 @@ def report(result: dict[str, Any]) -> bool:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--primaries", type=int, default=3)
     parser.add_argument("--pages", type=int, default=100_000, help="synthetic pages (0: none)")
     parser.add_argument("--no-real", action="store_true", help="skip the shared sets")
@@ -180,15 +210,23 @@ def main() -> None:
     ok = True
     try:
         url = cluster.url
-        runs: list[tuple[str, Any]] = []
+        runs: list[tuple[str, str, Any]] = []
         if args.pages:
+            prefix = f"bal-{uuid.uuid4().hex[:6]}"
             runs.append(
-                (f"synthetic ({args.pages:,})", lambda: fill_synthetic(url, f"bal-{uuid.uuid4().hex[:6]}", args.pages))
+                (f"synthetic ({args.pages:,})", prefix, lambda p=prefix: fill_synthetic(url, p, args.pages))
             )
         if not args.no_real:
-            runs.append(("real (eval-dev, eval-docs, eval-ref; 2 processes)", lambda: fill_real(url, f"bal-{uuid.uuid4().hex[:6]}")))
-        for name, run in runs:
-            ok = report(measure(cluster, name, run)) and ok
+            prefix = f"bal-{uuid.uuid4().hex[:6]}"
+            runs.append(
+                (
+                    "real (eval-dev, eval-docs, eval-ref; 2 processes)",
+                    prefix,
+                    lambda p=prefix: fill_real(url, p),
+                )
+            )
+        for name, prefix, run in runs:
+            ok = report(measure(cluster, name, run, prefix)) and ok
     finally:
         cluster.stop()
     sys.exit(0 if ok else 1)

@@ -46,12 +46,21 @@ def test_group_tags_split_evenly_over_primaries(primaries: int, prefix: str) -> 
     assert spread_tags(prefix, GROUPS) == tags  # every process derives the same tags
 
 
-def test_record_hashes_take_the_group_slots_in_turn() -> None:
+def test_record_hashes_spread_over_the_slots_at_every_count() -> None:
     store = RedisClusterStorage("redis://127.0.0.1:1/0", prefix="p")
     store._group_bases = ["{" + t + "}" for t in spread_tags("p", GROUPS)]
-    keys = [store._record_at(doc)[0] for doc in range(0, 256 * 3 * GROUPS, 256)]
-    slots = Counter(key_slot(k[1 : k.index("}")].encode()) for k in keys)
-    assert len(slots) == GROUPS and set(slots.values()) == {3}
+    slots = [
+        key_slot(store._record_at(doc)[0][1:].split("}")[0].encode()) for doc in range(0, 256 * 1024, 256)
+    ]
+    # every group's slot once in each run of 256 hashes
+    assert all(len(set(slots[k : k + GROUPS])) == GROUPS for k in range(0, 1024, GROUPS))
+    # and the first hashes, however few, over the primaries: taken in turn, the first 85 all sat
+    # on one primary of three
+    for primaries in (3, 6):
+        for count in (50, 100, 390, 1000):
+            per_node = Counter(_owner(s, primaries) for s in slots[:count])
+            mean = count / primaries
+            assert all(abs(per_node[k] / mean - 1) <= 0.1 for k in range(primaries)), (count, per_node)
 
 
 def _pages(n: int, hosts: int) -> list[tuple[Any, np.ndarray[Any, Any]]]:
@@ -66,7 +75,14 @@ def _pages(n: int, hosts: int) -> list[tuple[Any, np.ndarray[Any, Any]]]:
         else:
             ks = out[-1][1].copy()
             ks[:6] = rng.integers(1, 2**62, 6, dtype=np.uint64)
-            rec = record(f"http://h{(i - 1) % hosts}.test/{i}", seed=i, parent=i - 1, status="near", similarity=0.9, hamming=2)
+            rec = record(
+                f"http://h{(i - 1) % hosts}.test/{i}",
+                seed=i,
+                parent=i - 1,
+                status="near",
+                similarity=0.9,
+                hamming=2,
+            )
         out.append((rec, ks))
     return out
 

@@ -26,8 +26,8 @@ This store splits the index by hash tags (``P`` is the prefix; it may not contai
   ``{T_k}:s:<n>`` listpack shards, ``{T_k}:o:<field>`` overflowed buckets), so a split
   moves fields between keys of one slot.
 * ``{T_k}:r:<n>`` -- page records (packed as in the single-server store), 256 per hash, hash
-  ``n = id // 256`` on group ``n mod groups``'s slot, field ``<id mod 256>``: consecutive hashes
-  take the groups' slots in turn. A key per record costs Redis about 110 bytes (key, object,
+  ``n = id // 256`` on group ``k = 159 n mod groups``'s slot, field ``<id mod 256>``: consecutive
+  hashes jump over the slot space (a golden-ratio stride), so any number of them is spread. A key per record costs Redis about 110 bytes (key, object,
   entry, the cluster's slot index) beside the record; a field of a hash about 40.
 
 A check takes these round trips (one cluster pipeline each; its commands go to their nodes):
@@ -73,6 +73,7 @@ import logging
 import math
 import struct
 import time
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -124,6 +125,9 @@ LOG_SIZE = 1024
 #: hash a listpack.
 CH_SPAN = 128
 SLOTS = 16384
+#: Hash ``n`` of records goes to group ``n * RECORD_STRIDE mod groups``: odd (every group gets its
+#: turn when ``groups`` is a power of two) and near ``groups / golden ratio`` (low discrepancy).
+RECORD_STRIDE = 159
 #: Most bucket groups an index may have (each then owns a range of 4 slots).
 MAX_GROUPS = 4096
 
@@ -268,6 +272,23 @@ local function hosts_move(from, to)
     redis.call('HSET', ch_key(to), to, v)
   end
 end
+-- The counters of the single-server store (P:hc, P:sh:<a>, P:cn:<a>) are not kept here: each
+-- change becomes a delta (kind h/s/c, host a, field b, n) that the script returns and the client
+-- applies on host a's group slot (_LUA_COUNTS). Packed: kind, u16 #a, a, u16 #b, b, f64 n.
+local DELTAS = {}
+local function delta(kind, a, b, n)
+  DELTAS[#DELTAS + 1] = kind .. struct.pack('<I2', #a) .. a .. struct.pack('<I2', #b) .. b
+    .. struct.pack('<d', n)
+end
+local function bump(key, field, n)
+  if n == 0 then return end
+  local rest = string.sub(key, #P + 2)
+  if rest == 'hc' then
+    delta('h', string.sub(field, 3), string.sub(field, 1, 1), n)
+  else
+    delta(string.sub(rest, 1, 1), string.sub(rest, 4), field, n)
+  end
+end
 """
 )
 
@@ -336,17 +357,6 @@ local at = 8 * (first % 1048576)
 return redis.call('GETRANGE', ARGV[1] .. ':t:' .. math.floor(first / 1048576), at, at + 8 * count - 1)
 """
 
-# ARGV: P, host... -> per host the flat HGETALL of its shared hash, then of its canonical hash
-_LUA_MIRROR_TABLES = r"""
-local P = ARGV[1]
-local out = {}
-for i = 2, #ARGV do
-  out[#out + 1] = redis.call('HGETALL', P .. ':sh:' .. ARGV[i])
-  out[#out + 1] = redis.call('HGETALL', P .. ':cn:' .. ARGV[i])
-end
-return out
-"""
-
 # A page becomes its cluster's representative (IndexStorage.promote), on {P}: the page table's
 # parents, the hosts' counters (``st``: the page's status char) and the cluster's evidence key.
 # Returns the old root (-1: nothing changed). The records' heads (other slots) are swapped after,
@@ -361,10 +371,10 @@ local function promote_in_table(doc, st)
   redis.call('SETRANGE', rkey, rat, struct.pack('<I4', doc + 1))
   if st ~= 'u' then
     local hd, hr = host_of(doc), host_of(root)
-    redis.call('HINCRBY', P .. ':hc', st .. '|' .. hd, -1)
-    redis.call('HINCRBY', P .. ':hc', 'u|' .. hd, 1)
-    redis.call('HINCRBY', P .. ':hc', 'u|' .. hr, -1)
-    redis.call('HINCRBY', P .. ':hc', st .. '|' .. hr, 1)
+    bump(P .. ':hc', st .. '|' .. hd, -1)
+    bump(P .. ':hc', 'u|' .. hd, 1)
+    bump(P .. ':hc', 'u|' .. hr, -1)
+    bump(P .. ':hc', st .. '|' .. hr, 1)
   end
   hosts_move(root, doc)
   return root
@@ -392,18 +402,26 @@ local function next_id()
 end
 local OLD_ROOT = -1
 local function reply(doc)
-  local r = commit_result(doc)
-  return {r[1], r[2], tonumber(redis.call('HGET', M, 'seq')), next_id(), OLD_ROOT}
+  return {doc, 0, tonumber(redis.call('HGET', M, 'seq')), next_id(), OLD_ROOT, table.concat(DELTAS)}
 end
+-- the commit's doc id and its counter deltas, for a retry of the same commit
 local function remember(doc)
-  if ARGV[11] ~= '' then redis.call('SET', P .. ':n:' .. ARGV[11], ARGV[12] .. ':' .. doc, 'EX', 3600) end
+  if ARGV[11] ~= '' then
+    local done = ARGV[12] .. ':' .. doc .. ':' .. table.concat(DELTAS)
+    redis.call('SET', P .. ':n:' .. ARGV[11], done, 'EX', 3600)
+  end
 end
 local done = replayed()
-if done then return reply(done) end
+if done then
+  local prev = redis.call('GET', P .. ':n:' .. ARGV[11])
+  local at = string.find(prev, ':', string.find(prev, ':', 1, true) + 1, true)
+  DELTAS = {string.sub(prev, at + 1)}
+  return reply(done)
+end
 local host, status = ARGV[5], ARGV[6]
 if status == 's' or status == 'r' then
   if late() then return redis.error_reply('NEARDUP_LATE') end
-  redis.call('HINCRBY', HC, status .. '|' .. host, 1)
+  bump(HC, status .. '|' .. host, 1)
   remember(-1)
   return reply(-1)
 end
@@ -468,17 +486,18 @@ if root >= 0 and named ~= '' then
 end
 -- an index created again (NEARDUP_NOINDEX) under a commit in flight: never hand out its id again
 if tonumber(redis.call('HGET', M, 'next')) <= doc then redis.call('HSET', M, 'next', doc + 1) end
-redis.call('HINCRBY', HC, 'p|' .. host, 1)
-redis.call('HINCRBY', HC, status .. '|' .. host, 1)
+bump(HC, 'p|' .. host, 1)
+bump(HC, status .. '|' .. host, 1)
 local nbytes = tonumber(ARGV[8])
-redis.call('HINCRBY', HC, 'b|' .. host, nbytes)
-if status ~= 'u' then redis.call('HINCRBY', HC, 'd|' .. host, nbytes) end
+bump(HC, 'b|' .. host, nbytes)
+if status ~= 'u' then bump(HC, 'd|' .. host, nbytes) end
 remember(doc)
 return reply(doc)
 """
 )
 
-# ARGV: P, doc, its status code, doc, status code, ... -> doc, old root, ... for the docs that changed
+# ARGV: P, doc, its status code, doc, status code, ... -> {doc, old root, ... for the docs that
+# changed; the counter deltas}
 _LUA_PROMOTE_TABLE = (
     _LUA_TABLE
     + _LUA_PROMOTE_IN_TABLE
@@ -493,7 +512,7 @@ for i = 2, #ARGV - 1, 2 do
     out[#out + 1] = root
   end
 end
-return out
+return {out, table.concat(DELTAS)}
 """
 )
 
@@ -509,7 +528,31 @@ end
 return 1
 """
 
+# KEYS[1] a group's meta (routing); ARGV: 1 group base, 2 client, 3 client's counter batch, 4 host
+# whose page count to answer ('' none), then kind, host, field, n per delta (see bump in
+# _LUA_TABLE) -> the host's pages. A batch already applied (a retry) is not applied again.
+_LUA_COUNTS = r"""
+local B, want = ARGV[1], ARGV[4]
+local mark = B .. ':n:' .. ARGV[2]
+if redis.call('GET', mark) ~= ARGV[3] then
+  for i = 5, #ARGV - 3, 4 do
+    local kind, a, b, n = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3])
+    local key, field = B .. ':cn:' .. a, b
+    if kind == 'h' then
+      key, field = B .. ':hc', b .. '|' .. a
+    elseif kind == 's' then
+      key = B .. ':sh:' .. a
+    end
+    if redis.call('HINCRBY', key, field, n) == 0 then redis.call('HDEL', key, field) end
+  end
+  redis.call('SET', mark, ARGV[3], 'EX', 3600)
+end
+if want == '' then return 0 end
+return tonumber(redis.call('HGET', B .. ':hc', 'p|' .. want) or '0')
+"""
+
 _SCRIPTS = {
+    "counts": _LUA_COUNTS,
     "group_read": _LUA_GROUP_READ,
     "group_add": _LUA_GROUP_ADD,
     "init": _LUA_INIT,
@@ -517,7 +560,6 @@ _SCRIPTS = {
     "release": _LUA_RELEASE,
     "status": _LUA_STATUS,
     "table": _LUA_TABLE_RANGE,
-    "mirror_tables": _LUA_MIRROR_TABLES,
     "commit": _LUA_COMMIT,
     "heads": _LUA_HEADS,
     "promote": _LUA_PROMOTE_TABLE,
@@ -602,6 +644,7 @@ class RedisClusterStorage(RedisStorage):
         self._snapshot: int | None = None
         self._next_id = -1
         self._orphans: list[int] = []
+        self._count_batch = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
     def open(self, signature: Mapping[str, Any]) -> None:
@@ -841,10 +884,59 @@ class RedisClusterStorage(RedisStorage):
             self._orphans.append(doc)
             return None
         old_root = int(reply[4]) if len(reply) > 4 else -1
+        pages = self._apply_counts(bytes(reply[5]) if len(reply) > 5 else b"", commit.host)
         if old_root >= 0:  # promoted on {P}: now the records' heads
             self._set_tails({doc: _UNIQUE_TAIL, old_root: payload[4:8]})
         result = self._commit_result(reply)
-        return CommitResult(doc_id=result.doc_id, host_pages=result.host_pages, promoted=old_root >= 0)
+        return CommitResult(doc_id=result.doc_id, host_pages=pages, promoted=old_root >= 0)
+
+    def _host_group(self, host: bytes) -> int:
+        """The group on whose slot a host's counters and mirror evidence live."""
+        return zlib.crc32(host) % self.groups
+
+    def _apply_counts(self, packed: bytes, host: str | None = None) -> int:
+        """Apply a script's counter deltas on their hosts' group slots, one pipeline (see the module
+        docstring); returns the pages counted for ``host`` (0 without one)."""
+        by_group: dict[int, list[Any]] = {}
+        at = 0
+        while at < len(packed):
+            kind = packed[at : at + 1]
+            (na,) = struct.unpack_from("<H", packed, at + 1)
+            a = packed[at + 3 : at + 3 + na]
+            at += 3 + na
+            (nb,) = struct.unpack_from("<H", packed, at)
+            b = packed[at + 2 : at + 2 + nb]
+            (n,) = struct.unpack_from("<d", packed, at + 2 + nb)
+            at += 10 + nb
+            by_group.setdefault(self._host_group(a), []).extend((kind, a, b, int(n)))
+        want = _bytes(host) if host else b""
+        if want:
+            by_group.setdefault(self._host_group(want), [])
+        if not by_group:
+            return 0
+        self._count_batch += 1
+        batch = self._count_batch
+        sha = self._shas["counts"]
+        order = sorted(by_group)
+
+        def fill(pipe: Any) -> None:
+            for g in order:
+                base = self._group_bases[g]
+                mine = want if want and g == self._host_group(want) else b""
+                self._script_in(pipe, sha, base, base, self._client_id, batch, mine, *by_group[g])
+
+        replies = self._pipeline(fill, "host counts")
+        return max(int(r or 0) for r in replies)
+
+    def _counter_fields(self) -> dict[Any, Any]:
+        """The host counters of every group slot, merged (a host's live on one)."""
+        raw = self._pipeline(
+            lambda pipe: [pipe.hgetall(f"{base}:hc") for base in self._group_bases], "host counts"
+        )
+        out: dict[Any, Any] = {}
+        for part in raw:
+            out.update(part)
+        return out
 
     # -- round trips -----------------------------------------------------------------------------
     def _record_at(self, doc: int) -> tuple[str, bytes]:
@@ -852,9 +944,10 @@ class RedisClusterStorage(RedisStorage):
         return self._record_key(doc // RECORDS_PER_KEY), b"%d" % (doc % RECORDS_PER_KEY)
 
     def _record_key(self, n: int) -> str:
-        """Hash ``n`` of records: on the slot of group ``n mod groups``, so consecutive hashes take
-        the groups' evenly spaced slots in turn."""
-        return f"{self._group_bases[n % self.groups]}:r:{n}"
+        """Hash ``n`` of records: on the slot of group ``n * RECORD_STRIDE mod groups`` -- the
+        golden-ratio stride leaves consecutive hashes spread over the whole slot space at every
+        count (taken in turn, the first 85 hashes of records would all sit on one primary's range)."""
+        return f"{self._group_bases[n * RECORD_STRIDE % self.groups]}:r:{n}"
 
     def _read_buckets(self, fields: list[bytes]) -> list[bytes]:
         """The first ids of each bucket (``b""`` for none), one group script per group, pipelined."""
@@ -1018,11 +1111,16 @@ class RedisClusterStorage(RedisStorage):
         return [struct.unpack_from("<II", bytes(e))[1] for e in raw]
 
     def _mirror_tables(self, hosts: list[str]) -> list[Any]:
-        """The mirror hashes of ``hosts``, all on the serialisation slot: one script, one round trip."""
-        flat = self._eval(
-            "mirror_tables", self._base, [self._base, *(_bytes(h) for h in hosts)], "mirror evidence"
-        )
-        return [dict(zip(raw[::2], raw[1::2], strict=True)) for raw in flat]
+        """The mirror hashes of ``hosts``, each on its host's group slot: one pipeline."""
+
+        def fill(pipe: Any) -> None:
+            for host in hosts:
+                name = _bytes(host)
+                base = self._group_bases[self._host_group(name)]
+                pipe.hgetall(f"{base}:sh:".encode() + name)
+                pipe.hgetall(f"{base}:cn:".encode() + name)
+
+        return self._pipeline(fill, "mirror evidence")
 
     def _page_table(self) -> tuple[I64Array, I64Array]:
         """``(ids, parents)`` of every committed page, from the page table."""
@@ -1077,8 +1175,9 @@ class RedisClusterStorage(RedisStorage):
         if len(args) == 1:
             return 0
         tails = {doc: bytes(head)[4:8] for doc, head in zip(docs, heads, strict=True) if len(head) >= 16}
-        reply = self._eval("promote", self._base, args, "promote")
-        changed = [(int(reply[k]), int(reply[k + 1])) for k in range(0, len(reply), 2)]
+        pairs, deltas = self._eval("promote", self._base, args, "promote")
+        self._apply_counts(bytes(deltas))
+        changed = [(int(pairs[k]), int(pairs[k + 1])) for k in range(0, len(pairs), 2)]
         new_tails: dict[int, bytes] = {}
         for doc, root in changed:
             new_tails[doc] = _UNIQUE_TAIL
@@ -1204,7 +1303,7 @@ class RedisClusterStorage(RedisStorage):
                 :200
             ]
             sample_shards = shard_keys[:: max(1, len(shard_keys) // 200)][:200]
-            fixed = [f"{self._base}:{name}" for name in ("log", "hc", "hk", "hv", "m")]
+            fixed = [f"{self._base}:{name}" for name in ("log", "hk", "hv", "m")]
             fixed += [f"{self._base}:t:{chunk}" for chunk in range((top >> 20) + 1)]
             sizes: list[int] = self._pipeline(
                 lambda pipe: [pipe.memory_usage(k, samples=0) for k in sample_docs + sample_shards + fixed],

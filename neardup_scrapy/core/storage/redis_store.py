@@ -327,6 +327,7 @@ return {recs, roots}
 # no such bucket, ``''`` = overflow marker); ``apply`` reuses it instead of reading the shard again.
 # Per-cluster host tables of the single-server store: a hash ``P:ch:<root>`` (host -> pages) per
 # cluster of several pages. ``hosts_load`` answers nil for none; ``hosts_save`` with ``{}`` deletes.
+# ``bump`` adds to the counters (host counters and mirror evidence) in place.
 _LUA_HOSTS_KEYS = r"""
 local function hosts_load(root)
   local all = redis.call('HGETALL', P .. ':ch:' .. root)
@@ -345,12 +346,16 @@ local function hosts_move(from, to)
     redis.call('RENAME', P .. ':ch:' .. from, P .. ':ch:' .. to)
   end
 end
+-- add n to a counter field of hash key (P:hc, P:sh:<host>, P:cn:<host>); a field at 0 goes
+local function bump(key, field, n)
+  if n ~= 0 and redis.call('HINCRBY', key, field, n) == 0 then redis.call('HDEL', key, field) end
+end
 """
 
 # Per-host counters, mirror evidence and the helpers of idempotent, deadline-bound commits, on keys
-# under ``P``; the per-cluster host tables go through ``hosts_load``/``hosts_save``/``hosts_move``,
-# defined before (:data:`_LUA_HOSTS_KEYS` here; the cluster store packs them on its own). The
-# cluster store reuses this with ``P`` a hash tag, and its own ``host_of``.
+# under ``P``; the per-cluster host tables go through ``hosts_load``/``hosts_save``/``hosts_move``
+# and the counters through ``bump``, defined before (:data:`_LUA_HOSTS_KEYS` here; the cluster
+# store has its own, and its own ``host_of``, with ``P`` a hash tag).
 _LUA_MIRROR = r"""
 local M = P .. ':m'
 local HC = P .. ':hc'
@@ -361,9 +366,6 @@ local function commit_result(doc)
   return {doc, pages, PROMOTED}
 end
 -- the mirror evidence (see neardup_scrapy.core.mirrors.MirrorLedger, whose arithmetic this repeats)
-local function bump(key, field, n)
-  if n ~= 0 and redis.call('HINCRBY', key, field, n) == 0 then redis.call('HDEL', key, field) end
-end
 local function share(a, b, n)
   bump(P .. ':sh:' .. a, b, n)
   bump(P .. ':sh:' .. b, a, n)
@@ -430,7 +432,7 @@ local function replayed()
   if ARGV[11] == '' then return nil end
   local prev = redis.call('GET', P .. ':n:' .. ARGV[11])
   if not prev then return nil end
-  local seq, doc = string.match(prev, '^(%d+):(-?%d+)$')
+  local seq, doc = string.match(prev, '^(%d+):(-?%d+)')
   if seq == ARGV[12] then return tonumber(doc) end
   return nil
 end
@@ -1210,9 +1212,13 @@ class RedisStorage:
         """Counters of every host (all processes)."""
         return self._host_counters()[0]
 
+    def _counter_fields(self) -> dict[Any, Any]:
+        """The raw host counters: ``{"<c>|<host>": count}`` (see the key layout)."""
+        return dict(self._call(lambda: self._client.hgetall(f"{self._base}:hc"), "host counts"))
+
     def _host_counters(self) -> tuple[dict[str, HostCounts], dict[str, int], dict[str, int]]:
         """Host counters, documents and duplicated documents per host."""
-        raw = self._call(lambda: self._client.hgetall(f"{self._base}:hc"), "host counts")
+        raw = self._counter_fields()
         out: dict[str, HostCounts] = {}
         documents: dict[str, int] = {}
         duplicated: dict[str, int] = {}
