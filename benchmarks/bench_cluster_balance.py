@@ -48,6 +48,8 @@ from neardup_scrapy.core import NearDupDetector  # noqa: E402
 from neardup_scrapy.core.storage.redis_cluster import RedisClusterStorage  # noqa: E402
 
 SETS = ("eval-dev", "eval-docs", "eval-ref")
+#: Fields of ``INFO memory`` whose growth is shown too (summed over the primaries).
+PARTS = ("used_memory_dataset", "used_memory_overhead", "used_memory_scripts", "mem_clients_normal")
 #: Commands of the benchmark's own measuring and of the cluster's upkeep, not of the index.
 ADMIN = {"info", "dbsize", "config", "cluster", "command", "ping", "memory", "script", "client", "hello"}
 
@@ -67,7 +69,8 @@ def node_state(port: int) -> dict[str, int]:
         if command in ADMIN:
             continue
         calls += int(dict(kv.split("=") for kv in stats.strip().split(","))["calls"])
-    return {"keys": int(_cli(port, "DBSIZE").strip() or 0), "memory": used, "commands": calls}
+    parts = {f: int(memory.get(f, "0")) for f in PARTS}
+    return {"keys": int(_cli(port, "DBSIZE").strip() or 0), "memory": used, "commands": calls, **parts}
 
 
 def slots_of(port: int) -> int:
@@ -124,17 +127,21 @@ def fill_synthetic(url: str, prefix: str, pages: int) -> int:
     return pages
 
 
-def serial_slot(cluster: LocalCluster, prefix: str) -> dict[str, tuple[int, int]]:
-    """The serialisation slot's keys by kind (``{P}:<kind>:...``): count and bytes (``MEMORY USAGE``)."""
+def breakdown(cluster: LocalCluster, prefix: str) -> dict[str, tuple[int, int]]:
+    """The index's keys by kind: count and bytes (``MEMORY USAGE``). ``serial:<kind>`` are the
+    serialisation slot's (``{P}:<kind>...``); the others the groups' (``{P:g<k>:<j>}:<kind>...``)."""
     import redis
 
     out: dict[str, tuple[int, int]] = {}
     for port in cluster.primaries():
         node = redis.Redis(host="127.0.0.1", port=port)
-        for key in node.scan_iter(match=f"{{{prefix}}}:*", count=1000):
-            kind = key.decode("utf-8", "replace")[len(prefix) + 3 :].split(":")[0]
-            n, size = out.get(kind, (0, 0))
-            out[kind] = (n + 1, size + int(node.memory_usage(key, samples=0) or 0))
+        for pattern in (f"{{{prefix}}}:*", f"{{{prefix}:g*"):
+            for key in node.scan_iter(match=pattern, count=1000):
+                name = key.decode("utf-8", "replace")
+                tail = name.split("}", 1)[1].split(":")
+                kind = ("serial:" if pattern.endswith("}:*") else "") + (tail[1] if len(tail) > 1 else "")
+                n, size = out.get(kind, (0, 0))
+                out[kind] = (n + 1, size + int(node.memory_usage(key, samples=0) or 0))
         node.close()
     return out
 
@@ -156,7 +163,7 @@ def measure(cluster: LocalCluster, name: str, run: Any, prefix: str) -> dict[str
         "seconds": seconds,
         "rows": rows,
         "slots": {p: slots_of(p) for p in primaries},
-        "serial": serial_slot(cluster, prefix),
+        "kinds": breakdown(cluster, prefix),
     }
 
 
@@ -167,7 +174,8 @@ def report(result: dict[str, Any]) -> bool:
     total_commands = sum(r["commands"] for r in rows.values()) or 1
     print(f"\n{result['name']}: {pages:,} pages in {result['seconds']:.0f} s, {n} primaries")
     print(
-        f"{'primary':>8} {'slots':>6} {'keys':>9} {'/mean':>6} {'memory KiB':>11} {'/mean':>6} {'commands':>10} {'share':>6}"
+        f"{'primary':>8} {'slots':>6} {'keys':>9} {'/mean':>6} {'memory KiB':>11} {'/mean':>6}"
+        f" {'commands':>10} {'share':>6}"
     )
     for port, r in sorted(rows.items()):
         print(
@@ -175,12 +183,18 @@ def report(result: dict[str, Any]) -> bool:
             f" {r['memory'] / 1024:>11,.0f} {r['memory'] / (mean['memory'] or 1):>6.2f}"
             f" {r['commands']:>10,} {r['commands'] / total_commands:>6.1%}"
         )
-    serial = result["serial"]
+    kinds = result["kinds"]
     print(
-        "  serialisation slot: "
-        + ", ".join(f"{kind} {n:,} keys {size / 1024:,.0f} KiB" for kind, (n, size) in sorted(serial.items()))
-        + f" (together {sum(size for _, size in serial.values()) / max(1, pages):,.1f} B/page)"
+        "  growth over the primaries, bytes per page: "
+        + ", ".join(f"{f} {sum(r[f] for r in rows.values()) / max(1, pages):,.1f}" for f in PARTS)
     )
+    print("  index by kind of key (MEMORY USAGE), bytes per page:")
+    for kind, (count, size) in sorted(kinds.items(), key=lambda kv: -kv[1][1]):
+        print(
+            f"    {kind:<14} {count:>8,} keys {size / 1024:>10,.0f} KiB {size / max(1, pages):>8.1f} B/page"
+        )
+    serial = sum(size for kind, (_, size) in kinds.items() if kind.startswith("serial:"))
+    print(f"    serialisation slot together: {serial / max(1, pages):.1f} B/page")
     bpp = sum(r["memory"] for r in rows.values()) / max(1, pages)
     worst_keys = max(abs(r["keys"] / mean["keys"] - 1) for r in rows.values()) if mean["keys"] else 0.0
     worst_mem = max(abs(r["memory"] / mean["memory"] - 1) for r in rows.values()) if mean["memory"] else 0.0

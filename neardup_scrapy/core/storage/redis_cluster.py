@@ -243,7 +243,9 @@ end
 -- The host table of each cluster of several pages (host -> pages, see _LUA_MIRROR), packed: field
 -- <root> of hash P:ch:<root // CH_SPAN>, value u32 host code and u32 pages per host. A hash of its
 -- own per cluster cost ~100 bytes of key overhead each, on this one slot; a field of a listpack ~20.
-local CH_SPAN = """ + str(CH_SPAN) + r"""
+local CH_SPAN = """
+    + str(CH_SPAN)
+    + r"""
 local function ch_key(root) return P .. ':ch:' .. math.floor(root / CH_SPAN) end
 local function hosts_load(root)
   local v = redis.call('HGET', ch_key(root), root)
