@@ -17,7 +17,7 @@ import redis
 from redis_cluster_support import LocalCluster
 from test_storage_conformance import SIGNATURE, record
 
-from neardup_scrapy.core.storage.base import Commit
+from neardup_scrapy.core.storage.base import Commit, StorageError
 from neardup_scrapy.core.storage.redis_cluster import (
     CH_SPAN,
     GROUPS,
@@ -141,3 +141,39 @@ def test_pages_do_not_collapse_onto_one_slot(
     # keys per primary within 20% of their mean
     mean = sum(per_node.values()) / len(per_node)
     assert all(abs(n / mean - 1) <= 0.2 for n in per_node.values()), per_node
+
+
+@pytest.mark.redis
+def test_host_counts_added_once_after_a_failed_batch(
+    redis_cluster_url: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The counts of a commit are added after it on the hosts' slots: a batch that fails waits for
+    the next commit, and a batch sent twice (a retry) is added once."""
+    url, prefix = redis_cluster_url
+    store = RedisClusterStorage(url, prefix=prefix)
+    store.open(SIGNATURE)
+    pipeline = store._pipeline
+    failing = {"left": 1}
+
+    def flaky(fill: Any, what: str) -> list[Any]:
+        if what == "host counts" and failing["left"]:
+            failing["left"] -= 1
+            raise StorageError("the cluster is down")
+        return pipeline(fill, what)
+
+    monkeypatch.setattr(store, "_pipeline", flaky)
+    pages = _pages(4, 1)
+    results = []
+    for rec, ks in pages[::2]:  # two originals of one host
+        _, token = store.lookup(ks)
+        results.append(store.commit(Commit(record=rec, keys=ks, token=token, host=rec.host, nbytes=100)))
+    assert [r.host_pages for r in results if r] == [0, 2]  # the first's counts came with the second
+    assert not store._pending_counts
+    counts = store.host_counts()["h0.test"]
+    assert (counts.pages, counts.unique, counts.bytes) == (2, 2, 200)
+    # a retried batch (the same number) is skipped by the slots that have it
+    batch = store._count_batch
+    store._pending_counts.append((batch, {store._host_group(b"h0.test"): [b"h", b"h0.test", b"p", 5]}, b""))
+    store._flush_counts()
+    assert store.host_counts()["h0.test"].pages == 2
+    store.close()

@@ -10,13 +10,12 @@ This store splits the index by hash tags (``P`` is the prefix; it may not contai
   + 1 -- 0 while the page is not committed -- and ``u32`` host code + 1); ``{P}:hk``/``{P}:hv``
   (host <-> code);
   ``{P}:log`` (list, the *commit log*: per commit ``u32`` seq, ``u32`` doc id and the first 4
-  bytes of each bucket field it wrote; the last ``log_size`` commits); the per-host counters and
-  mirror evidence of the single-server store (``{P}:hc``, ``{P}:sh:<host>``, ``{P}:cn:<host>``,
-  same arithmetic, same Lua), its per-cluster host tables packed (``{P}:ch:<root // 128>``, field
+  bytes of each bucket field it wrote; the last ``log_size`` commits); the per-cluster host
+  tables of the single-server store's mirror evidence, packed (``{P}:ch:<root // 128>``, field
   ``<root>``: ``u32`` host code and ``u32`` pages per host, some 20 bytes per cluster of several
   pages where a hash per cluster cost ~100) and ``{P}:n:<client>`` for idempotent retries. Per
   page it holds 8 bytes (the page table) and at most one packed host table: everything else a
-  page writes goes to the groups.
+  page writes goes to the groups' slots.
 * ``{T_k}:*`` -- bucket *group* ``k`` of ``groups`` (256), ``T_k`` = ``P:g<k>:<j>`` chosen so that
   the groups' slots are evenly spaced (:func:`spread_tags`: group ``k`` in the ``k``-th of 256
   equal ranges of slots, so primaries owning equal ranges own equal numbers of groups; hashed at
@@ -26,9 +25,13 @@ This store splits the index by hash tags (``P`` is the prefix; it may not contai
   ``{T_k}:s:<n>`` listpack shards, ``{T_k}:o:<field>`` overflowed buckets), so a split
   moves fields between keys of one slot.
 * ``{T_k}:r:<n>`` -- page records (packed as in the single-server store), 256 per hash, hash
-  ``n = id // 256`` on group ``k = 159 n mod groups``'s slot, field ``<id mod 256>``: consecutive
-  hashes jump over the slot space (a golden-ratio stride), so any number of them is spread. A key per record costs Redis about 110 bytes (key, object,
-  entry, the cluster's slot index) beside the record; a field of a hash about 40.
+  ``n = id // 256`` on group ``159 n mod groups``'s slot, field ``<id mod 256>``: consecutive
+  hashes jump over the slot space (a golden-ratio stride), so any number of them is spread. A key
+  per record costs Redis about 110 bytes (key, object, entry, the cluster's slot index) beside
+  the record; a field of a hash about 40.
+* ``{T_h}:hc``, ``{T_h}:sh:<host>``, ``{T_h}:cn:<host>`` -- the single-server store's host
+  counters and mirror evidence (same fields), each host's on group ``h = crc32(host) mod
+  groups``; ``{T_h}:n:<client>`` the last counter batch of a client applied there.
 
 A check takes these round trips (one cluster pipeline each; its commands go to their nodes):
 
@@ -43,8 +46,14 @@ A check takes these round trips (one cluster pipeline each; its commands go to t
    readers ignore it.
 3. *commit*: one script on ``{P}`` refuses ("conflict", the detector checks again) when a commit
    log entry with ``seq > s`` wrote a bucket the lookup read and is not in ``seen``; otherwise it
-   appends its own entry, marks the page committed in the page table and applies unions, host
-   counters and mirror evidence -- the single-server store's Lua.
+   appends its own entry, marks the page committed in the page table and applies unions and the
+   per-cluster host tables -- the single-server store's Lua, whose changes to host counters and
+   mirror evidence it returns as *deltas* (host, field, n) instead of applying them.
+4. *counts*: the deltas, one script per group slot of their hosts (pipelined). They are sums,
+   so their order does not matter; each batch carries the client's batch number, and a group
+   that has applied it skips it (a retry adds nothing twice). A batch that fails waits for the
+   next commit (the commit stands); a process that dies before it loses those counts, not the
+   page. The counts take no part in the conflict check: steps 1 and 3 decide a verdict.
 
 Why two processes never both record an original (the verdicts are those of one process checking
 the pages in commit order): take two commits ``A`` before ``B`` (``seq_A < seq_B``), ``A`` having
@@ -647,6 +656,7 @@ class RedisClusterStorage(RedisStorage):
         self._next_id = -1
         self._orphans: list[int] = []
         self._count_batch = 0
+        self._pending_counts: list[tuple[int, dict[int, list[Any]], bytes]] = []
 
     # -- lifecycle ---------------------------------------------------------------------------
     def open(self, signature: Mapping[str, Any]) -> None:
@@ -770,6 +780,8 @@ class RedisClusterStorage(RedisStorage):
             except Exception:
                 logger.debug("neardup: could not give back doc id %d", self._next_id, exc_info=True)
             self._next_id = -1
+        if self._opened and self._pending_counts and self._client is not None:
+            self._flush_counts()  # one more try; what fails is lost (and logged)
         self._snapshot = None
         super().close()
 
@@ -898,7 +910,8 @@ class RedisClusterStorage(RedisStorage):
 
     def _apply_counts(self, packed: bytes, host: str | None = None) -> int:
         """Apply a script's counter deltas on their hosts' group slots, one pipeline (see the module
-        docstring); returns the pages counted for ``host`` (0 without one)."""
+        docstring); returns the pages counted for ``host`` (0 without one, or when the cluster
+        failed: the commit stands, and its counts wait for the next call)."""
         by_group: dict[int, list[Any]] = {}
         at = 0
         while at < len(packed):
@@ -914,24 +927,48 @@ class RedisClusterStorage(RedisStorage):
         want = _bytes(host) if host else b""
         if want:
             by_group.setdefault(self._host_group(want), [])
-        if not by_group:
-            return 0
-        self._count_batch += 1
-        batch = self._count_batch
+        if by_group:
+            self._count_batch += 1
+            self._pending_counts.append((self._count_batch, by_group, want))
+        return self._flush_counts()
+
+    def _flush_counts(self) -> int:
+        """Apply the counter batches not applied yet, in order, each under its own batch number
+        (a group that has it already skips it); the last batch's host pages."""
+        pages = 0
         sha = self._shas["counts"]
-        order = sorted(by_group)
+        while self._pending_counts:
+            batch, by_group, want = self._pending_counts[0]
+            home = self._host_group(want) if want else -1
 
-        def fill(pipe: Any) -> None:
-            for g in order:
-                base = self._group_bases[g]
-                mine = want if want and g == self._host_group(want) else b""
-                self._script_in(pipe, sha, base, base, self._client_id, batch, mine, *by_group[g])
+            def fill(
+                pipe: Any,
+                batch: int = batch,
+                by_group: dict[int, list[Any]] = by_group,
+                want: bytes = want,
+                home: int = home,
+            ) -> None:
+                for g in sorted(by_group):
+                    base = self._group_bases[g]
+                    mine = want if g == home else b""
+                    self._script_in(pipe, sha, base, base, self._client_id, batch, mine, *by_group[g])
 
-        replies = self._pipeline(fill, "host counts")
-        return max(int(r or 0) for r in replies)
+            try:
+                replies = self._pipeline(fill, "host counts")
+            except StorageError as exc:
+                logger.warning(
+                    "neardup: host counts of %d commit(s) not added yet, retried with the next: %s",
+                    len(self._pending_counts),
+                    exc,
+                )
+                return 0
+            self._pending_counts.pop(0)
+            pages = max(int(r or 0) for r in replies)
+        return pages
 
     def _counter_fields(self) -> dict[Any, Any]:
         """The host counters of every group slot, merged (a host's live on one)."""
+        self._flush_counts()
         raw = self._pipeline(
             lambda pipe: [pipe.hgetall(f"{base}:hc") for base in self._group_bases], "host counts"
         )
@@ -1114,6 +1151,7 @@ class RedisClusterStorage(RedisStorage):
 
     def _mirror_tables(self, hosts: list[str]) -> list[Any]:
         """The mirror hashes of ``hosts``, each on its host's group slot: one pipeline."""
+        self._flush_counts()
 
         def fill(pipe: Any) -> None:
             for host in hosts:
@@ -1306,6 +1344,7 @@ class RedisClusterStorage(RedisStorage):
             ]
             sample_shards = shard_keys[:: max(1, len(shard_keys) // 200)][:200]
             fixed = [f"{self._base}:{name}" for name in ("log", "hk", "hv", "m")]
+            fixed += [f"{base}:hc" for base in self._group_bases]
             fixed += [f"{self._base}:t:{chunk}" for chunk in range((top >> 20) + 1)]
             sizes: list[int] = self._pipeline(
                 lambda pipe: [pipe.memory_usage(k, samples=0) for k in sample_docs + sample_shards + fixed],
