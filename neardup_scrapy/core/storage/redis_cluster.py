@@ -881,7 +881,9 @@ class RedisClusterStorage(RedisStorage):
             0,
             token.seen if token else b"",
             self.log_size,
-            1,
+            # a page that writes nothing keeps the id the client holds (a new one each time left
+            # a gap of 8 bytes in the page table per skipped page or revisit)
+            1 if not skipped or self._next_id < 0 else 0,
             named,
         ]
         if token is None and not skipped:
