@@ -138,10 +138,13 @@ def have_redis_server() -> bool:
     return shutil.which("redis-server") is not None and shutil.which("redis-cli") is not None
 
 
-def start_cluster(nodes: int = 6, replicas: int = 1, node_timeout_ms: int = 2000) -> LocalCluster:
-    """Start ``nodes`` nodes (``replicas`` per primary) on free loopback ports and form a cluster."""
+def start_cluster(
+    nodes: int = 6, replicas: int = 1, node_timeout_ms: int = 2000, ports: list[int] | None = None
+) -> LocalCluster:
+    """Start ``nodes`` nodes (``replicas`` per primary) on ``ports`` (default: free loopback ports;
+    each port + 10000 is its cluster bus) and form a cluster."""
     directory = Path(tempfile.mkdtemp(prefix="neardup-cluster-"))
-    ports = _free_ports(nodes)
+    ports = list(ports) if ports is not None else _free_ports(nodes)
     cluster = LocalCluster(ports=ports, directory=directory)
     try:
         for port in ports:

@@ -53,10 +53,15 @@ def test_index_is_spread_over_all_primaries(
     assert total > 150  # group metas and shards, the records' hash, the {P} keys
     assert all(n > total / 6 for n in counts.values()), counts  # each primary holds a fair share
     # buckets on every primary; the serialisation slot's keys on one primary only; 150 records
-    # in one hash (256 per hash), whose fields are the ids modulo 256
+    # in one hash (256 per hash) on the slot of group 0, whose fields are the ids modulo 256
     for found in per_primary.values():
         assert any(k.decode().startswith(f"{{{prefix}:g") for k in found)
-    records = [k for found in per_primary.values() for k in found if k.decode() == f"{prefix}:r:0"]
+    records = [
+        k
+        for found in per_primary.values()
+        for k in found
+        if k.decode().startswith(f"{{{prefix}:g0:") and k.decode().endswith("}:r:0")
+    ]
     assert len(records) == 1
     owner = RedisClusterStorage(url, prefix=prefix)
     owner.open(SIGNATURE)
@@ -222,15 +227,19 @@ def test_page_table_past_its_first_chunk(redis_cluster_url: tuple[str, str]) -> 
     store.close()
 
 
-def test_an_index_of_another_layout_is_refused(redis_cluster_url: tuple[str, str]) -> None:
-    """An index written by a version that kept one key per record is not read as an empty one."""
+@pytest.mark.parametrize("old", ["neardup-redis-cluster/1", "neardup-redis-cluster/2"])
+def test_an_index_of_another_layout_is_refused(redis_cluster_url: tuple[str, str], old: str) -> None:
+    """An index written by a version that kept one key per record (/1), or its groups and records
+    on slots hashed at random and a key per cluster (/2), is not read as an empty one."""
     url, prefix = redis_cluster_url
     store = RedisClusterStorage(url, prefix=prefix)
     store.open(SIGNATURE)
-    store._client.hset(f"{{{prefix}}}:m", "format", "neardup-redis-cluster/1")
+    store._client.hset(f"{{{prefix}}}:m", "format", old)
     store.close()
     again = RedisClusterStorage(url, prefix=prefix)
-    with pytest.raises(ParameterMismatchError, match="layout: stored 'neardup-redis-cluster/1'"):
+    with pytest.raises(
+        ParameterMismatchError, match=f"layout: stored '{old}', requested 'neardup-redis-cluster/3'"
+    ):
         again.open(SIGNATURE)
 
 
@@ -270,7 +279,7 @@ def test_records_past_the_ttl_leave_the_report_before_their_hash_expires(
         _, token = store.lookup(ks)
         commit = Commit(record=rec, keys=ks, token=token, host=rec.host, status=status)
         assert store.commit(commit) is not None
-    assert store._client.hlen(f"{prefix}:r:0") == 4  # every record is still stored
+    assert store._client.hlen(store._record_at(0)[0]) == 4  # every record is still stored
     hist, largest = store.clusters(10, 10)
     assert hist == {2: 1}
     assert [m["url"] for m in largest[0]["members"]] == ["http://127.0.0.1/new", "http://127.0.0.2/new"]

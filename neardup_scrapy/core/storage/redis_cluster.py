@@ -10,17 +10,28 @@ This store splits the index by hash tags (``P`` is the prefix; it may not contai
   + 1 -- 0 while the page is not committed -- and ``u32`` host code + 1); ``{P}:hk``/``{P}:hv``
   (host <-> code);
   ``{P}:log`` (list, the *commit log*: per commit ``u32`` seq, ``u32`` doc id and the first 4
-  bytes of each bucket field it wrote; the last ``log_size`` commits); the per-host counters and
-  mirror evidence of the single-server store (``{P}:hc``, ``{P}:ch:<root>``, ``{P}:sh:<host>``,
-  ``{P}:cn:<host>``, same arithmetic, same Lua) and ``{P}:n:<client>`` for idempotent retries.
-* ``{P:g<k>}:*`` -- bucket *group* ``k`` of ``groups`` (256): a bucket field (6 bytes, as in the
+  bytes of each bucket field it wrote; the last ``log_size`` commits); the per-cluster host
+  tables of the single-server store's mirror evidence, packed (``{P}:ch:<root // 128>``, field
+  ``<root>``: ``u32`` host code and ``u32`` pages per host, some 20 bytes per cluster of several
+  pages where a hash per cluster cost ~100) and ``{P}:n:<client>`` for idempotent retries. Per
+  page it holds 8 bytes (the page table) and at most one packed host table: everything else a
+  page writes goes to the groups' slots.
+* ``{T_k}:*`` -- bucket *group* ``k`` of ``groups`` (256), ``T_k`` = ``P:g<k>:<j>`` chosen so that
+  the groups' slots are evenly spaced (:func:`spread_tags`: group ``k`` in the ``k``-th of 256
+  equal ranges of slots, so primaries owning equal ranges own equal numbers of groups; hashed at
+  random, 6 primaries got 43 +- 6.5 groups each). A bucket field (6 bytes, as in the
   single-server store) belongs to group ``u16(field[4:6]) mod groups``; each group is a small
-  linear-hashing table of its own (``{P:g<k>}:m`` level/split pointer/bucket count,
-  ``{P:g<k>}:s:<n>`` listpack shards, ``{P:g<k>}:o:<field>`` overflowed buckets), so a split
-  moves fields between keys of one slot. Groups spread over all slots, hence all primaries.
-* ``P:r:<id // 256>`` -- page records (packed as in the single-server store), 256 per hash,
-  field ``<id mod 256>``, no hash tag: spread. A key per record costs Redis about 110 bytes
-  (key, object, entry, the cluster's slot index) beside the record; a field of a hash about 40.
+  linear-hashing table of its own (``{T_k}:m`` level/split pointer/bucket count,
+  ``{T_k}:s:<n>`` listpack shards, ``{T_k}:o:<field>`` overflowed buckets), so a split
+  moves fields between keys of one slot.
+* ``{T_k}:r:<n>`` -- page records (packed as in the single-server store), 256 per hash, hash
+  ``n = id // 256`` on group ``159 n mod groups``'s slot, field ``<id mod 256>``: consecutive
+  hashes jump over the slot space (a golden-ratio stride), so any number of them is spread. A key
+  per record costs Redis about 110 bytes (key, object, entry, the cluster's slot index) beside
+  the record; a field of a hash about 40.
+* ``{T_h}:hc``, ``{T_h}:sh:<host>``, ``{T_h}:cn:<host>`` -- the single-server store's host
+  counters and mirror evidence (same fields), each host's on group ``h = crc32(host) mod
+  groups``; ``{T_h}:n:<client>`` the last counter batch of a client applied there.
 
 A check takes these round trips (one cluster pipeline each; its commands go to their nodes):
 
@@ -35,8 +46,14 @@ A check takes these round trips (one cluster pipeline each; its commands go to t
    readers ignore it.
 3. *commit*: one script on ``{P}`` refuses ("conflict", the detector checks again) when a commit
    log entry with ``seq > s`` wrote a bucket the lookup read and is not in ``seen``; otherwise it
-   appends its own entry, marks the page committed in the page table and applies unions, host
-   counters and mirror evidence -- the single-server store's Lua.
+   appends its own entry, marks the page committed in the page table and applies unions and the
+   per-cluster host tables -- the single-server store's Lua, whose changes to host counters and
+   mirror evidence it returns as *deltas* (host, field, n) instead of applying them.
+4. *counts*: the deltas, one script per group slot of their hosts (pipelined). They are sums,
+   so their order does not matter; each batch carries the client's batch number, and a group
+   that has applied it skips it (a retry adds nothing twice). A batch that fails waits for the
+   next commit (the commit stands); a process that dies before it loses those counts, not the
+   page. The counts take no part in the conflict check: steps 1 and 3 decide a verdict.
 
 Why two processes never both record an original (the verdicts are those of one process checking
 the pages in commit order): take two commits ``A`` before ``B`` (``seq_A < seq_B``), ``A`` having
@@ -58,12 +75,14 @@ given back at most ``ttl`` plus the time its hash took to fill; bucket entries a
 
 from __future__ import annotations
 
+import binascii
 import hashlib
 import json
 import logging
 import math
 import struct
 import time
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -105,12 +124,21 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 DEFAULT_CLUSTER_URL = "redis://127.0.0.1:7000/0"
-FORMAT = "neardup-redis-cluster/2"
-#: Page records per hash (``P:r:<id // RECORDS_PER_KEY>``): a dict of up to 256 entries keeps
+FORMAT = "neardup-redis-cluster/3"
+#: Page records per hash (``{T_k}:r:<id // RECORDS_PER_KEY>``): a dict of up to 256 entries keeps
 #: its table at 256 slots.
 RECORDS_PER_KEY = 256
 GROUPS = 256
 LOG_SIZE = 1024
+#: Clusters per hash of packed host tables (``{P}:ch:<root // CH_SPAN>``): at most 128 fields keep a
+#: hash a listpack.
+CH_SPAN = 128
+SLOTS = 16384
+#: Hash ``n`` of records goes to group ``n * RECORD_STRIDE mod groups``: odd (every group gets its
+#: turn when ``groups`` is a power of two) and near ``groups / golden ratio`` (low discrepancy).
+RECORD_STRIDE = 159
+#: Most bucket groups an index may have (each then owns a range of 4 slots).
+MAX_GROUPS = 4096
 
 # KEYS[1] group meta; ARGV: 1 group base, 2.. fields -> per field its first BUCKET_CAP ids
 _LUA_GROUP_READ = (
@@ -170,7 +198,8 @@ return n
 )
 
 # The page table and host codes, on {P} (P is the hash-tagged base).
-_LUA_TABLE = r"""
+_LUA_TABLE = (
+    r"""
 local P = ARGV[1]
 local M = P .. ':m'
 -- the page table, in chunks of 2^20 pages (8 MB; a Redis string holds at most 512 MB)
@@ -210,7 +239,69 @@ local function host_of(id)
   if h == false then return nil end
   return h
 end
+-- the code of a host (0, 1, ...), given one when it has none
+local function code_of(host)
+  local code = tonumber(redis.call('HGET', P .. ':hk', host) or '-1')
+  if code < 0 then
+    code = redis.call('HINCRBY', M, 'hosts', 1) - 1
+    redis.call('HSET', P .. ':hk', host, code)
+    redis.call('HSET', P .. ':hv', code, host)
+  end
+  return code
+end
+-- The host table of each cluster of several pages (host -> pages, see _LUA_MIRROR), packed: field
+-- <root> of hash P:ch:<root // CH_SPAN>, value u32 host code and u32 pages per host. A hash of its
+-- own per cluster cost ~100 bytes of key overhead each, on this one slot; a field of a listpack ~20.
+local CH_SPAN = """
+    + str(CH_SPAN)
+    + r"""
+local function ch_key(root) return P .. ':ch:' .. math.floor(root / CH_SPAN) end
+local function hosts_load(root)
+  local v = redis.call('HGET', ch_key(root), root)
+  if not v then return nil end
+  local t = {}
+  for j = 1, #v - 7, 8 do
+    local code, n = struct.unpack('<I4I4', v, j)
+    local h = redis.call('HGET', P .. ':hv', code)
+    if h then t[h] = n end
+  end
+  return t
+end
+local function hosts_save(root, flat)
+  if #flat == 0 then
+    redis.call('HDEL', ch_key(root), root)
+    return
+  end
+  local parts = {}
+  for k = 1, #flat, 2 do parts[#parts + 1] = struct.pack('<I4I4', code_of(flat[k]), flat[k + 1]) end
+  redis.call('HSET', ch_key(root), root, table.concat(parts))
+end
+local function hosts_move(from, to)
+  local v = redis.call('HGET', ch_key(from), from)
+  if v then
+    redis.call('HDEL', ch_key(from), from)
+    redis.call('HSET', ch_key(to), to, v)
+  end
+end
+-- The counters of the single-server store (P:hc, P:sh:<a>, P:cn:<a>) are not kept here: each
+-- change becomes a delta (kind h/s/c, host a, field b, n) that the script returns and the client
+-- applies on host a's group slot (_LUA_COUNTS). Packed: kind, u16 #a, a, u16 #b, b, f64 n.
+local DELTAS = {}
+local function delta(kind, a, b, n)
+  DELTAS[#DELTAS + 1] = kind .. struct.pack('<I2', #a) .. a .. struct.pack('<I2', #b) .. b
+    .. struct.pack('<d', n)
+end
+local function bump(key, field, n)
+  if n == 0 then return end
+  local rest = string.sub(key, #P + 2)
+  if rest == 'hc' then
+    delta('h', string.sub(field, 3), string.sub(field, 1, 1), n)
+  else
+    delta(string.sub(rest, 1, 1), string.sub(rest, 4), field, n)
+  end
+end
 """
+)
 
 # ARGV: P, format, load, maxval, groups, name, json, ... -> {stored params (flat), {load, maxval, groups}}
 _LUA_INIT = r"""
@@ -277,17 +368,6 @@ local at = 8 * (first % 1048576)
 return redis.call('GETRANGE', ARGV[1] .. ':t:' .. math.floor(first / 1048576), at, at + 8 * count - 1)
 """
 
-# ARGV: P, host... -> per host the flat HGETALL of its shared hash, then of its canonical hash
-_LUA_MIRROR_TABLES = r"""
-local P = ARGV[1]
-local out = {}
-for i = 2, #ARGV do
-  out[#out + 1] = redis.call('HGETALL', P .. ':sh:' .. ARGV[i])
-  out[#out + 1] = redis.call('HGETALL', P .. ':cn:' .. ARGV[i])
-end
-return out
-"""
-
 # A page becomes its cluster's representative (IndexStorage.promote), on {P}: the page table's
 # parents, the hosts' counters (``st``: the page's status char) and the cluster's evidence key.
 # Returns the old root (-1: nothing changed). The records' heads (other slots) are swapped after,
@@ -302,14 +382,12 @@ local function promote_in_table(doc, st)
   redis.call('SETRANGE', rkey, rat, struct.pack('<I4', doc + 1))
   if st ~= 'u' then
     local hd, hr = host_of(doc), host_of(root)
-    redis.call('HINCRBY', P .. ':hc', st .. '|' .. hd, -1)
-    redis.call('HINCRBY', P .. ':hc', 'u|' .. hd, 1)
-    redis.call('HINCRBY', P .. ':hc', 'u|' .. hr, -1)
-    redis.call('HINCRBY', P .. ':hc', st .. '|' .. hr, 1)
+    bump(P .. ':hc', st .. '|' .. hd, -1)
+    bump(P .. ':hc', 'u|' .. hd, 1)
+    bump(P .. ':hc', 'u|' .. hr, -1)
+    bump(P .. ':hc', st .. '|' .. hr, 1)
   end
-  if redis.call('EXISTS', P .. ':ch:' .. root) == 1 then
-    redis.call('RENAME', P .. ':ch:' .. root, P .. ':ch:' .. doc)
-  end
+  hosts_move(root, doc)
   return root
 end
 """
@@ -335,18 +413,26 @@ local function next_id()
 end
 local OLD_ROOT = -1
 local function reply(doc)
-  local r = commit_result(doc)
-  return {r[1], r[2], tonumber(redis.call('HGET', M, 'seq')), next_id(), OLD_ROOT}
+  return {doc, 0, tonumber(redis.call('HGET', M, 'seq')), next_id(), OLD_ROOT, table.concat(DELTAS)}
 end
+-- the commit's doc id and its counter deltas, for a retry of the same commit
 local function remember(doc)
-  if ARGV[11] ~= '' then redis.call('SET', P .. ':n:' .. ARGV[11], ARGV[12] .. ':' .. doc, 'EX', 3600) end
+  if ARGV[11] ~= '' then
+    local done = ARGV[12] .. ':' .. doc .. ':' .. table.concat(DELTAS)
+    redis.call('SET', P .. ':n:' .. ARGV[11], done, 'EX', 3600)
+  end
 end
 local done = replayed()
-if done then return reply(done) end
+if done then
+  local prev = redis.call('GET', P .. ':n:' .. ARGV[11])
+  local at = string.find(prev, ':', string.find(prev, ':', 1, true) + 1, true)
+  DELTAS = {string.sub(prev, at + 1)}
+  return reply(done)
+end
 local host, status = ARGV[5], ARGV[6]
 if status == 's' or status == 'r' then
   if late() then return redis.error_reply('NEARDUP_LATE') end
-  redis.call('HINCRBY', HC, status .. '|' .. host, 1)
+  bump(HC, status .. '|' .. host, 1)
   remember(-1)
   return reply(-1)
 end
@@ -374,12 +460,7 @@ local wf, hashes = ARGV[3], {}
 for j = 1, #wf - 5, 6 do hashes[#hashes + 1] = string.sub(wf, j, j + 3) end
 redis.call('RPUSH', LOG, struct.pack('<I4I4', seq, doc) .. table.concat(hashes))
 redis.call('LTRIM', LOG, -tonumber(ARGV[15]), -1)
-local code = tonumber(redis.call('HGET', P .. ':hk', host) or '-1')
-if code < 0 then
-  code = redis.call('HINCRBY', M, 'hosts', 1) - 1
-  redis.call('HSET', P .. ':hk', host, code)
-  redis.call('HSET', P .. ':hv', code, host)
-end
+local code = code_of(host)
 local dkey, dat = entry(doc)
 redis.call('SETRANGE', dkey, dat, struct.pack('<I4I4', doc + 1, code + 1))
 local u = ARGV[9]
@@ -416,17 +497,18 @@ if root >= 0 and named ~= '' then
 end
 -- an index created again (NEARDUP_NOINDEX) under a commit in flight: never hand out its id again
 if tonumber(redis.call('HGET', M, 'next')) <= doc then redis.call('HSET', M, 'next', doc + 1) end
-redis.call('HINCRBY', HC, 'p|' .. host, 1)
-redis.call('HINCRBY', HC, status .. '|' .. host, 1)
+bump(HC, 'p|' .. host, 1)
+bump(HC, status .. '|' .. host, 1)
 local nbytes = tonumber(ARGV[8])
-redis.call('HINCRBY', HC, 'b|' .. host, nbytes)
-if status ~= 'u' then redis.call('HINCRBY', HC, 'd|' .. host, nbytes) end
+bump(HC, 'b|' .. host, nbytes)
+if status ~= 'u' then bump(HC, 'd|' .. host, nbytes) end
 remember(doc)
 return reply(doc)
 """
 )
 
-# ARGV: P, doc, its status code, doc, status code, ... -> doc, old root, ... for the docs that changed
+# ARGV: P, doc, its status code, doc, status code, ... -> {doc, old root, ... for the docs that
+# changed; the counter deltas}
 _LUA_PROMOTE_TABLE = (
     _LUA_TABLE
     + _LUA_PROMOTE_IN_TABLE
@@ -441,7 +523,7 @@ for i = 2, #ARGV - 1, 2 do
     out[#out + 1] = root
   end
 end
-return out
+return {out, table.concat(DELTAS)}
 """
 )
 
@@ -457,7 +539,31 @@ end
 return 1
 """
 
+# KEYS[1] a group's meta (routing); ARGV: 1 group base, 2 client, 3 client's counter batch, 4 host
+# whose page count to answer ('' none), then kind, host, field, n per delta (see bump in
+# _LUA_TABLE) -> the host's pages. A batch already applied (a retry) is not applied again.
+_LUA_COUNTS = r"""
+local B, want = ARGV[1], ARGV[4]
+local mark = B .. ':n:' .. ARGV[2]
+if redis.call('GET', mark) ~= ARGV[3] then
+  for i = 5, #ARGV - 3, 4 do
+    local kind, a, b, n = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3])
+    local key, field = B .. ':cn:' .. a, b
+    if kind == 'h' then
+      key, field = B .. ':hc', b .. '|' .. a
+    elseif kind == 's' then
+      key = B .. ':sh:' .. a
+    end
+    if redis.call('HINCRBY', key, field, n) == 0 then redis.call('HDEL', key, field) end
+  end
+  redis.call('SET', mark, ARGV[3], 'EX', 3600)
+end
+if want == '' then return 0 end
+return tonumber(redis.call('HGET', B .. ':hc', 'p|' .. want) or '0')
+"""
+
 _SCRIPTS = {
+    "counts": _LUA_COUNTS,
     "group_read": _LUA_GROUP_READ,
     "group_add": _LUA_GROUP_ADD,
     "init": _LUA_INIT,
@@ -465,7 +571,6 @@ _SCRIPTS = {
     "release": _LUA_RELEASE,
     "status": _LUA_STATUS,
     "table": _LUA_TABLE_RANGE,
-    "mirror_tables": _LUA_MIRROR_TABLES,
     "commit": _LUA_COMMIT,
     "heads": _LUA_HEADS,
     "promote": _LUA_PROMOTE_TABLE,
@@ -480,6 +585,32 @@ class ClusterToken:
     snapshot: int
     fields: bytes
     seen: bytes
+
+
+def key_slot(tag: bytes) -> int:
+    """The Redis Cluster hash slot of a hash tag's content: CRC16 (XMODEM) mod 16384."""
+    return binascii.crc_hqx(tag, 0) % SLOTS
+
+
+def spread_tags(prefix: str, count: int) -> list[str]:
+    """``count`` hash tags of ``prefix`` on evenly spaced slots: tag ``k`` is ``<prefix>:g<k>:<j>``
+    with the first ``j`` whose slot falls in the ``k``-th of ``count`` equal ranges of slots.
+
+    A cluster whose primaries own equal ranges of slots (as ``redis-cli --cluster create`` and
+    ``rebalance`` leave them) then holds an equal share of the tags: 256 tags over 6 primaries are
+    42 or 43 on each, where tags hashed at random put 43 +- 6.5 (one standard deviation) on each.
+    About ``SLOTS / count`` CRCs per tag (256 tags: 65,000 CRCs, a few milliseconds).
+    """
+    if not 1 <= count <= MAX_GROUPS:
+        raise ValueError(f"groups must be 1 .. {MAX_GROUPS}, not {count}")
+    out: list[str] = []
+    for k in range(count):
+        low, high = k * SLOTS // count, (k + 1) * SLOTS // count
+        j = 0
+        while not low <= key_slot(_bytes(f"{prefix}:g{k}:{j}")) < high:
+            j += 1
+        out.append(f"{prefix}:g{k}:{j}")
+    return out
 
 
 def field_group(field: bytes, groups: int) -> int:
@@ -515,7 +646,7 @@ class RedisClusterStorage(RedisStorage):
             raise StorageError(f"the redis-cluster store's prefix may not contain braces: {prefix!r}")
         super().__init__(url, prefix=prefix, ttl=ttl, **kwargs)
         self._base = "{" + prefix + "}"
-        self.groups = max(1, int(groups))
+        self.groups = max(1, min(MAX_GROUPS, int(groups)))
         self.log_size = max(16, int(log_size))
         self._load = 38
         self._maxval = 64
@@ -524,6 +655,8 @@ class RedisClusterStorage(RedisStorage):
         self._snapshot: int | None = None
         self._next_id = -1
         self._orphans: list[int] = []
+        self._count_batch = 0
+        self._pending_counts: list[tuple[int, dict[int, list[Any]], bytes]] = []
 
     # -- lifecycle ---------------------------------------------------------------------------
     def open(self, signature: Mapping[str, Any]) -> None:
@@ -598,7 +731,7 @@ class RedisClusterStorage(RedisStorage):
         if _text(layout) != FORMAT:
             raise ParameterMismatchError(self.where, {"layout": (_text(layout), FORMAT)})
         self._load, self._maxval, self.groups = (int(v) for v in limits)
-        self._group_bases = ["{" + f"{self.prefix}:g{k}" + "}" for k in range(self.groups)]
+        self._group_bases = ["{" + tag + "}" for tag in spread_tags(self.prefix, self.groups)]
         self._check_parameters(stored_raw)
 
     def _recreate_index(self) -> None:
@@ -647,6 +780,8 @@ class RedisClusterStorage(RedisStorage):
             except Exception:
                 logger.debug("neardup: could not give back doc id %d", self._next_id, exc_info=True)
             self._next_id = -1
+        if self._opened and self._pending_counts and self._client is not None:
+            self._flush_counts()  # one more try; what fails is lost (and logged)
         self._snapshot = None
         super().close()
 
@@ -746,7 +881,9 @@ class RedisClusterStorage(RedisStorage):
             0,
             token.seen if token else b"",
             self.log_size,
-            1,
+            # a page that writes nothing keeps the id the client holds (a new one each time left
+            # a gap of 8 bytes in the page table per skipped page or revisit)
+            1 if not skipped or self._next_id < 0 else 0,
             named,
         ]
         if token is None and not skipped:
@@ -763,15 +900,95 @@ class RedisClusterStorage(RedisStorage):
             self._orphans.append(doc)
             return None
         old_root = int(reply[4]) if len(reply) > 4 else -1
+        pages = self._apply_counts(bytes(reply[5]) if len(reply) > 5 else b"", commit.host)
         if old_root >= 0:  # promoted on {P}: now the records' heads
             self._set_tails({doc: _UNIQUE_TAIL, old_root: payload[4:8]})
         result = self._commit_result(reply)
-        return CommitResult(doc_id=result.doc_id, host_pages=result.host_pages, promoted=old_root >= 0)
+        return CommitResult(doc_id=result.doc_id, host_pages=pages, promoted=old_root >= 0)
+
+    def _host_group(self, host: bytes) -> int:
+        """The group on whose slot a host's counters and mirror evidence live."""
+        return zlib.crc32(host) % self.groups
+
+    def _apply_counts(self, packed: bytes, host: str | None = None) -> int:
+        """Apply a script's counter deltas on their hosts' group slots, one pipeline (see the module
+        docstring); returns the pages counted for ``host`` (0 without one, or when the cluster
+        failed: the commit stands, and its counts wait for the next call)."""
+        by_group: dict[int, list[Any]] = {}
+        at = 0
+        while at < len(packed):
+            kind = packed[at : at + 1]
+            (na,) = struct.unpack_from("<H", packed, at + 1)
+            a = packed[at + 3 : at + 3 + na]
+            at += 3 + na
+            (nb,) = struct.unpack_from("<H", packed, at)
+            b = packed[at + 2 : at + 2 + nb]
+            (n,) = struct.unpack_from("<d", packed, at + 2 + nb)
+            at += 10 + nb
+            by_group.setdefault(self._host_group(a), []).extend((kind, a, b, int(n)))
+        want = _bytes(host) if host else b""
+        if want:
+            by_group.setdefault(self._host_group(want), [])
+        if by_group:
+            self._count_batch += 1
+            self._pending_counts.append((self._count_batch, by_group, want))
+        return self._flush_counts()
+
+    def _flush_counts(self) -> int:
+        """Apply the counter batches not applied yet, in order, each under its own batch number
+        (a group that has it already skips it); the last batch's host pages."""
+        pages = 0
+        sha = self._shas["counts"]
+        while self._pending_counts:
+            batch, by_group, want = self._pending_counts[0]
+            home = self._host_group(want) if want else -1
+
+            def fill(
+                pipe: Any,
+                batch: int = batch,
+                by_group: dict[int, list[Any]] = by_group,
+                want: bytes = want,
+                home: int = home,
+            ) -> None:
+                for g in sorted(by_group):
+                    base = self._group_bases[g]
+                    mine = want if g == home else b""
+                    self._script_in(pipe, sha, base, base, self._client_id, batch, mine, *by_group[g])
+
+            try:
+                replies = self._pipeline(fill, "host counts")
+            except StorageError as exc:
+                logger.warning(
+                    "neardup: host counts of %d commit(s) not added yet, retried with the next: %s",
+                    len(self._pending_counts),
+                    exc,
+                )
+                return 0
+            self._pending_counts.pop(0)
+            pages = max(int(r or 0) for r in replies)
+        return pages
+
+    def _counter_fields(self) -> dict[Any, Any]:
+        """The host counters of every group slot, merged (a host's live on one)."""
+        self._flush_counts()
+        raw = self._pipeline(
+            lambda pipe: [pipe.hgetall(f"{base}:hc") for base in self._group_bases], "host counts"
+        )
+        out: dict[Any, Any] = {}
+        for part in raw:
+            out.update(part)
+        return out
 
     # -- round trips -----------------------------------------------------------------------------
     def _record_at(self, doc: int) -> tuple[str, bytes]:
         """The hash and field of page ``doc``'s record."""
-        return f"{self.prefix}:r:{doc // RECORDS_PER_KEY}", b"%d" % (doc % RECORDS_PER_KEY)
+        return self._record_key(doc // RECORDS_PER_KEY), b"%d" % (doc % RECORDS_PER_KEY)
+
+    def _record_key(self, n: int) -> str:
+        """Hash ``n`` of records: on the slot of group ``n * RECORD_STRIDE mod groups`` -- the
+        golden-ratio stride leaves consecutive hashes spread over the whole slot space at every
+        count (taken in turn, the first 85 hashes of records would all sit on one primary's range)."""
+        return f"{self._group_bases[n * RECORD_STRIDE % self.groups]}:r:{n}"
 
     def _read_buckets(self, fields: list[bytes]) -> list[bytes]:
         """The first ids of each bucket (``b""`` for none), one group script per group, pipelined."""
@@ -930,11 +1147,17 @@ class RedisClusterStorage(RedisStorage):
 
     # -- reports -------------------------------------------------------------------------------
     def _mirror_tables(self, hosts: list[str]) -> list[Any]:
-        """The mirror hashes of ``hosts``, all on the serialisation slot: one script, one round trip."""
-        flat = self._eval(
-            "mirror_tables", self._base, [self._base, *(_bytes(h) for h in hosts)], "mirror evidence"
-        )
-        return [dict(zip(raw[::2], raw[1::2], strict=True)) for raw in flat]
+        """The mirror hashes of ``hosts``, each on its host's group slot: one pipeline."""
+        self._flush_counts()
+
+        def fill(pipe: Any) -> None:
+            for host in hosts:
+                name = _bytes(host)
+                base = self._group_bases[self._host_group(name)]
+                pipe.hgetall(f"{base}:sh:".encode() + name)
+                pipe.hgetall(f"{base}:cn:".encode() + name)
+
+        return self._pipeline(fill, "mirror evidence")
 
     def _page_table(self) -> tuple[I64Array, I64Array]:
         """``(ids, parents)`` of every committed page, from the page table."""
@@ -989,8 +1212,9 @@ class RedisClusterStorage(RedisStorage):
         if len(args) == 1:
             return 0
         tails = {doc: bytes(head)[4:8] for doc, head in zip(docs, heads, strict=True) if len(head) >= 16}
-        reply = self._eval("promote", self._base, args, "promote")
-        changed = [(int(reply[k]), int(reply[k + 1])) for k in range(0, len(reply), 2)]
+        pairs, deltas = self._eval("promote", self._base, args, "promote")
+        self._apply_counts(bytes(deltas))
+        changed = [(int(pairs[k]), int(pairs[k + 1])) for k in range(0, len(pairs), 2)]
         new_tails: dict[int, bytes] = {}
         for doc, root in changed:
             new_tails[doc] = _UNIQUE_TAIL
@@ -1112,11 +1336,12 @@ class RedisClusterStorage(RedisStorage):
                 count = (1 << int(level or 0)) + int(split or 0)
                 shard_keys += [f"{base}:s:{n}" for n in range(count)]
             record_keys = -(-top // RECORDS_PER_KEY)
-            sample_docs = [f"{self.prefix}:r:{i}" for i in range(0, record_keys, max(1, record_keys // 200))][
+            sample_docs = [self._record_key(i) for i in range(0, record_keys, max(1, record_keys // 200))][
                 :200
             ]
             sample_shards = shard_keys[:: max(1, len(shard_keys) // 200)][:200]
-            fixed = [f"{self._base}:{name}" for name in ("log", "hc", "hk", "hv", "m")]
+            fixed = [f"{self._base}:{name}" for name in ("log", "hk", "hv", "m")]
+            fixed += [f"{base}:hc" for base in self._group_bases]
             fixed += [f"{self._base}:t:{chunk}" for chunk in range((top >> 20) + 1)]
             sizes: list[int] = self._pipeline(
                 lambda pipe: [pipe.memory_usage(k, samples=0) for k in sample_docs + sample_shards + fixed],
@@ -1142,7 +1367,7 @@ class RedisClusterStorage(RedisStorage):
         def delete() -> int:
             keys = [
                 key
-                for pattern in (f"{self.prefix}:r:*", f"{{{self.prefix}}}:*", f"{{{self.prefix}:g*")
+                for pattern in (f"{{{self.prefix}}}:*", f"{{{self.prefix}:g*")
                 for key in client.scan_iter(match=pattern, count=1000)
             ]
             return sum(int(n) for n in self._per_key("DEL", keys, (), "wipe"))

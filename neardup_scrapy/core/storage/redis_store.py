@@ -325,8 +325,37 @@ return {recs, roots}
 # A record whose parent is >= 0 joins that page's cluster; -1 starts a cluster of its own.
 # ``seen`` maps a 6-byte field to its raw shard value as already read in this script (``false`` =
 # no such bucket, ``''`` = overflow marker); ``apply`` reuses it instead of reading the shard again.
+# Per-cluster host tables of the single-server store: a hash ``P:ch:<root>`` (host -> pages) per
+# cluster of several pages. ``hosts_load`` answers nil for none; ``hosts_save`` with ``{}`` deletes.
+# ``bump`` adds to the counters (host counters and mirror evidence) in place.
+_LUA_HOSTS_KEYS = r"""
+local function hosts_load(root)
+  local all = redis.call('HGETALL', P .. ':ch:' .. root)
+  if #all == 0 then return nil end
+  local t = {}
+  for k = 1, #all, 2 do t[all[k]] = tonumber(all[k + 1]) end
+  return t
+end
+local function hosts_save(root, flat)
+  local key = P .. ':ch:' .. root
+  redis.call('DEL', key)
+  if #flat > 0 then redis.call('HSET', key, unpack(flat)) end
+end
+local function hosts_move(from, to)
+  if redis.call('EXISTS', P .. ':ch:' .. from) == 1 then
+    redis.call('RENAME', P .. ':ch:' .. from, P .. ':ch:' .. to)
+  end
+end
+-- add n to a counter field of hash key (P:hc, P:sh:<host>, P:cn:<host>); a field at 0 goes
+local function bump(key, field, n)
+  if n ~= 0 and redis.call('HINCRBY', key, field, n) == 0 then redis.call('HDEL', key, field) end
+end
+"""
+
 # Per-host counters, mirror evidence and the helpers of idempotent, deadline-bound commits, on keys
-# under ``P`` (the cluster store reuses them with ``P`` a hash tag, and its own ``host_of``).
+# under ``P``; the per-cluster host tables go through ``hosts_load``/``hosts_save``/``hosts_move``
+# and the counters through ``bump``, defined before (:data:`_LUA_HOSTS_KEYS` here; the cluster
+# store has its own, and its own ``host_of``, with ``P`` a hash tag).
 _LUA_MIRROR = r"""
 local M = P .. ':m'
 local HC = P .. ':hc'
@@ -337,22 +366,16 @@ local function commit_result(doc)
   return {doc, pages, PROMOTED}
 end
 -- the mirror evidence (see neardup_scrapy.core.mirrors.MirrorLedger, whose arithmetic this repeats)
-local function bump(key, field, n)
-  if n ~= 0 and redis.call('HINCRBY', key, field, n) == 0 then redis.call('HDEL', key, field) end
-end
 local function share(a, b, n)
   bump(P .. ':sh:' .. a, b, n)
   bump(P .. ':sh:' .. b, a, n)
 end
 local function cluster_hosts(root)
-  local all = redis.call('HGETALL', P .. ':ch:' .. root)
-  local t = {}
-  if #all == 0 then
-    local h = host_of(root)
-    if h then t[h] = 1 end
-    return t
-  end
-  for k = 1, #all, 2 do t[all[k]] = tonumber(all[k + 1]) end
+  local t = hosts_load(root)
+  if t then return t end
+  t = {}
+  local h = host_of(root)
+  if h then t[h] = 1 end
   return t
 end
 local function size(t)
@@ -361,11 +384,9 @@ local function size(t)
   return c
 end
 local function save_cluster(root, t)
-  local key = P .. ':ch:' .. root
-  redis.call('DEL', key)
   local args = {}
   for h, n in pairs(t) do args[#args + 1] = h; args[#args + 1] = n end
-  if #args > 2 or (#args == 2 and args[2] > 1) then redis.call('HSET', key, unpack(args)) end
+  if #args > 2 or (#args == 2 and args[2] > 1) then hosts_save(root, args) else hosts_save(root, {}) end
 end
 local function join(root, host)
   local t = cluster_hosts(root)
@@ -403,7 +424,7 @@ local function union(a, b)
       if before ~= 1 then share(x, y, 1 - before) end
     end
   end
-  redis.call('DEL', P .. ':ch:' .. a)
+  hosts_save(a, {})
   save_cluster(b, merged)
 end
 -- the doc id of an already applied commit with this client's sequence number (a retried reply), or nil
@@ -411,7 +432,7 @@ local function replayed()
   if ARGV[11] == '' then return nil end
   local prev = redis.call('GET', P .. ':n:' .. ARGV[11])
   if not prev then return nil end
-  local seq, doc = string.match(prev, '^(%d+):(-?%d+)$')
+  local seq, doc = string.match(prev, '^(%d+):(-?%d+)')
   if seq == ARGV[12] then return tonumber(doc) end
   return nil
 end
@@ -452,16 +473,15 @@ local function promote_doc(doc)
     redis.call('HINCRBY', HC, 'u|' .. hr, -1)
     redis.call('HINCRBY', HC, st .. '|' .. hr, 1)
   end
-  if redis.call('EXISTS', P .. ':ch:' .. root) == 1 then
-    redis.call('RENAME', P .. ':ch:' .. root, P .. ':ch:' .. doc)
-  end
+  hosts_move(root, doc)
   return root
 end
 """
 )
 
 _LUA_APPLY = (
-    _LUA_MIRROR
+    _LUA_HOSTS_KEYS
+    + _LUA_MIRROR
     + _LUA_PROMOTE_DOC
     + r"""
 local function apply(L, sp, seen)
@@ -663,6 +683,7 @@ return {{}, {}, {}, {}, 0, commit_result(apply(L, sp, raw))}
 # its old root (see _LUA_PROMOTE_DOC)
 _LUA_PROMOTE = (
     _LUA_COMMON
+    + _LUA_HOSTS_KEYS
     + _LUA_MIRROR
     + _LUA_PROMOTE_DOC
     + r"""
@@ -1184,9 +1205,13 @@ class RedisStorage:
         """Counters of every host (all processes)."""
         return self._host_counters()[0]
 
+    def _counter_fields(self) -> dict[Any, Any]:
+        """The raw host counters: ``{"<c>|<host>": count}`` (see the key layout)."""
+        return dict(self._call(lambda: self._client.hgetall(f"{self._base}:hc"), "host counts"))
+
     def _host_counters(self) -> tuple[dict[str, HostCounts], dict[str, int], dict[str, int]]:
         """Host counters, documents and duplicated documents per host."""
-        raw = self._call(lambda: self._client.hgetall(f"{self._base}:hc"), "host counts")
+        raw = self._counter_fields()
         out: dict[str, HostCounts] = {}
         documents: dict[str, int] = {}
         duplicated: dict[str, int] = {}
