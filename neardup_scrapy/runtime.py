@@ -170,6 +170,83 @@ def _open_checker(config: NeardupConfig, stats: StatsCollector) -> Checker:
     return ThreadChecker(InlineChecker(open_detector(config), config.params.timeout))
 
 
+def _open_error(config: NeardupConfig, what: str, exc: Exception) -> NeardupStorageError:
+    where = config.storage_description()
+    return NeardupStorageError(f"neardup: cannot open the {what} ({where}; see NEARDUP_STORAGE): {exc}")
+
+
+def _close_spider(crawler: Crawler, reason: str) -> None:
+    engine = getattr(crawler, "engine", None)
+    if engine is None:
+        return
+    if hasattr(engine, "close_spider_async"):  # Scrapy >= 2.14
+        deferred_from_coro(engine.close_spider_async(reason=reason))
+    else:
+        engine.close_spider(crawler.spider, reason)
+
+
+class _ItemIndex:
+    """The separate index of item texts (``NEARDUP_ITEM_FIELDS``), opened on first use and
+    always checked inline (item texts need no HTML parsing)."""
+
+    def __init__(self, config: NeardupConfig) -> None:
+        self._config = config
+        self._detector: NearDupDetector | None = None
+
+    def detector(self) -> NearDupDetector:
+        """The index, opened now if it is not yet.
+
+        Raises:
+            NeardupStorageError: the index store cannot be opened.
+        """
+        if self._detector is None:
+            try:
+                self._detector = open_detector(self._config, items=True)
+            except Exception as exc:
+                raise _open_error(self._config, "item index", exc) from exc
+        return self._detector
+
+    def check(self, url: str, text: str) -> Outcome:
+        """Check an item's text; never raises."""
+        try:
+            return Outcome(url, verdict=self.detector().check(url, text=text))
+        except Exception as exc:
+            return Outcome(url, error=exc)
+
+    def close(self) -> list[Exception]:
+        """Close the index if it was opened; the error met, if any."""
+        detector, self._detector = self._detector, None
+        if detector is None:
+            return []
+        try:
+            detector.close()
+        except Exception as exc:
+            return [exc]
+        return []
+
+
+class _Finalizers:
+    """What runs at spider close, in order, before the indexes are closed (the report, the
+    url rules' last exchange...); an error in one is logged and the others still run."""
+
+    def __init__(self) -> None:
+        self._functions: list[Callable[[NeardupRuntime, str], None]] = []
+        self.done = False
+
+    def add(self, finalizer: Callable[[NeardupRuntime, str], None], *, first: bool = False) -> None:
+        """Add ``finalizer`` last, or with ``first`` before those added so far."""
+        self._functions.insert(0 if first else len(self._functions), finalizer)
+
+    def run(self, runtime: NeardupRuntime, reason: str) -> None:
+        """Run them all, once."""
+        self.done = True
+        for finalizer in self._functions:
+            try:
+                finalizer(runtime, reason)
+            except Exception:
+                logger.exception("neardup: error while finishing the crawl")
+
+
 class NeardupRuntime:
     """Config, checker, counters and the policy applied to outcomes, for one crawler.
 
@@ -189,18 +266,17 @@ class NeardupRuntime:
         self.outage = StoreOutage(
             config.on_storage_error, self.stats, lambda: self.close_spider(CLOSE_REASON)
         )
+        try:
+            self.checker = _open_checker(config, self.stats)
+        except Exception as exc:
+            raise _open_error(config, "index", exc) from exc
         self.skipper: MirrorSkipper | None = None
         if config.skip_mirrors:
             self.skipper = MirrorSkipper(crawler, self, config.mirror_requests_kept)
         self.mirrors = MirrorMap(self.stats, self.skipper.mirrors_changed if self.skipper else None)
-        try:
-            self.checker = _open_checker(config, self.stats)
-        except Exception as exc:
-            raise self._open_error("index", exc) from exc
         self._apply_mirrors(self.checker.mirrors_at_open())
-        self._item_detector: NearDupDetector | None = None
-        self._finalizers: list[Callable[[NeardupRuntime, str], None]] = []
-        self._closed = False
+        self.items = _ItemIndex(config)
+        self.finalizers = _Finalizers()
         crawler.signals.connect(self._spider_closed, signal=scrapy_signals.spider_closed)
 
     # -- creation --------------------------------------------------------------------------------
@@ -213,36 +289,7 @@ class NeardupRuntime:
             NeardupSettingsError: a setting is invalid.
             NeardupStorageError: the index store cannot be opened.
         """
-        runtime = getattr(crawler, _ATTRIBUTE, None)
-        if isinstance(runtime, NeardupRuntime):
-            return runtime
-        if runtime is False:
-            raise NotConfigured
-        config = _read_config(crawler)
-        if config is None:
-            setattr(crawler, _ATTRIBUTE, False)
-            raise NotConfigured
-        try:
-            runtime = cls(crawler, config)
-        except NeardupStorageError as exc:
-            _startup_failed(exc, crawler)
-            raise
-        setattr(crawler, _ATTRIBUTE, runtime)
-        p = config.params
-        logger.info(
-            "neardup: action=%s threshold=%s algorithm=%s scope=%s storage=%s worker=%s",
-            config.action,
-            p.threshold,
-            p.algorithm,
-            p.scope,
-            config.storage_description(),
-            runtime.checker.describe(),
-        )
-        return runtime
-
-    def _open_error(self, what: str, exc: Exception) -> NeardupStorageError:
-        where = self.config.storage_description()
-        return NeardupStorageError(f"neardup: cannot open the {what} ({where}; see NEARDUP_STORAGE): {exc}")
+        return _runtime_of(cls, crawler)
 
     @property
     def detector(self) -> NearDupDetector | None:
@@ -256,12 +303,7 @@ class NeardupRuntime:
         Item texts get their own index so that an item's text never matches the page it was
         extracted from.
         """
-        if self._item_detector is None:
-            try:
-                self._item_detector = open_detector(self.config, items=True)
-            except Exception as exc:
-                raise self._open_error("item index", exc) from exc
-        return self._item_detector
+        return self.items.detector()
 
     # -- checking --------------------------------------------------------------------------------
     def check_page(
@@ -306,11 +348,7 @@ class NeardupRuntime:
 
     def check_item(self, url: str, text: str) -> Verdict:
         """Check the text of an item's fields against earlier items (own index, own stats); never raises."""
-        try:
-            outcome = Outcome(url, verdict=self.item_detector.check(url, text=text))
-        except Exception as exc:
-            outcome = Outcome(url, error=exc)
-        return self._settle(outcome, "neardup/items/")
+        return self._settle(self.items.check(url, text), "neardup/items/")
 
     def _settle(self, outcome: Outcome, prefix: str = "neardup/") -> Verdict:
         """The policy, in one place: the outcome's mirrors taken, its error handled (a store
@@ -394,13 +432,7 @@ class NeardupRuntime:
 
     def close_spider(self, reason: str) -> None:
         """Ask the engine to close the spider (cleanly: pending requests are dropped)."""
-        engine = getattr(self.crawler, "engine", None)
-        if engine is None:
-            return
-        if hasattr(engine, "close_spider_async"):  # Scrapy >= 2.14
-            deferred_from_coro(engine.close_spider_async(reason=reason))
-        else:
-            engine.close_spider(self.crawler.spider, reason)
+        _close_spider(self.crawler, reason)
 
     def on_page(self, listener: Callable[[Verdict], None]) -> None:
         """Call ``listener(verdict)`` with every page's verdict as it is counted (any status)."""
@@ -432,10 +464,7 @@ class NeardupRuntime:
     def on_close(self, finalizer: Callable[[NeardupRuntime, str], None], *, first: bool = False) -> None:
         """Run ``finalizer(runtime, reason)`` at spider close, before the index is closed
         (``first``: before the finalizers added so far, e.g. to save state the report reads)."""
-        if first:
-            self._finalizers.insert(0, finalizer)
-        else:
-            self._finalizers.append(finalizer)
+        self.finalizers.add(finalizer, first=first)
 
     def report(self, **caps: int) -> dict[str, Any]:
         """The detector's report with ``totals.dropped`` and ``totals.storage_errors`` filled in."""
@@ -448,32 +477,51 @@ class NeardupRuntime:
 
     def close(self) -> None:
         """Close the indexes and stop the worker process (idempotent)."""
-        errors = self.checker.close(REPORT_TIMEOUT)
-        item_detector, self._item_detector = self._item_detector, None
-        if item_detector is not None:
-            try:
-                item_detector.close()
-            except Exception as exc:
-                errors.append(exc)
+        errors = self.checker.close(REPORT_TIMEOUT) + self.items.close()
         for error in errors:
             logger.warning("neardup: error while closing the index: %s", error)
 
     def _spider_closed(self, spider: Any = None, reason: str = "finished") -> None:
-        if self._closed:
+        if self.finalizers.done:
             return
-        self._closed = True
         self.checker.stop_growing()
-        for finalizer in self._finalizers:
-            try:
-                finalizer(self, reason)
-            except Exception:
-                logger.exception("neardup: error while finishing the crawl")
+        self.finalizers.run(self, reason)
         if self.outage.errors:
             logger.warning(
                 "neardup: %d page(s) or item(s) passed unchecked because the index store failed",
                 self.outage.errors,
             )
         self.close()
+
+
+def _runtime_of(cls: type[NeardupRuntime], crawler: Crawler) -> NeardupRuntime:
+    """See :meth:`NeardupRuntime.of`."""
+    runtime = getattr(crawler, _ATTRIBUTE, None)
+    if isinstance(runtime, NeardupRuntime):
+        return runtime
+    if runtime is False:
+        raise NotConfigured
+    config = _read_config(crawler)
+    if config is None:
+        setattr(crawler, _ATTRIBUTE, False)
+        raise NotConfigured
+    try:
+        runtime = cls(crawler, config)
+    except NeardupStorageError as exc:
+        _startup_failed(exc, crawler)
+        raise
+    setattr(crawler, _ATTRIBUTE, runtime)
+    p = config.params
+    logger.info(
+        "neardup: action=%s threshold=%s algorithm=%s scope=%s storage=%s worker=%s",
+        config.action,
+        p.threshold,
+        p.algorithm,
+        p.scope,
+        config.storage_description(),
+        runtime.checker.describe(),
+    )
+    return runtime
 
 
 def _no_rules(_failure: Any, callback: Callable[[list[bytes] | None], None]) -> None:
