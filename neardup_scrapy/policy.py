@@ -95,7 +95,7 @@ class Tally:
                 verdict.reason,
             )
 
-    def unexpected(self, url: str, exc: BaseException, prefix: str = "neardup/") -> Verdict:
+    def error(self, url: str, exc: BaseException, prefix: str = "neardup/") -> Verdict:
         """Count a page or item whose check failed unexpectedly (a bug); it passes as ``skipped``
         with reason ``error``; the first errors are logged with a WARNING."""
         self.errors += 1

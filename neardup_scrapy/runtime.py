@@ -326,14 +326,14 @@ class NeardupRuntime:
             The verdict, or a Deferred that fires with it: with a worker process, and inline
             while the reactor runs (the page is checked on the helper thread).
         """
-        outcome = self.checker.check_page(url, text, nbytes, tree, canonical)
+        outcome = self.checker.check_html(url, text, nbytes, tree, canonical)
         if isinstance(outcome, Deferred):
             return outcome.addCallback(self._settle_late)
         return self._settle(outcome)
 
     def skip(self, url: str, reason: str) -> Verdict:
         """Count a page as skipped without checking it (non-HTML, too large, opted out...)."""
-        outcome = self.checker.skip(url, reason)
+        outcome = self.checker.record_skip(url, reason)
         if outcome is None:  # handed over to where the index lives
             host = host_of(url)
             verdict = Verdict(
@@ -362,7 +362,7 @@ class NeardupRuntime:
         elif isinstance(error, StorageError):
             verdict = self.outage.failed(outcome.url, error)
         else:
-            return self.tally.unexpected(outcome.url, error, prefix)
+            return self.tally.error(outcome.url, error, prefix)
         self.tally.count(verdict, prefix)
         return verdict
 
@@ -384,7 +384,7 @@ class NeardupRuntime:
         The verdict has reason ``error`` (stat ``neardup/skipped/error``, or
         ``neardup/items/skipped/error``); the first errors are logged with a WARNING.
         """
-        return self.tally.unexpected(url, exc, prefix)
+        return self.tally.error(url, exc, prefix)
 
     def untouched(self, reason: str) -> None:
         """Count a response passed on untouched, without a tag (opted out, not HTML, an error

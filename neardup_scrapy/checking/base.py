@@ -52,7 +52,7 @@ class Checker(ABC):
         """How pages are checked, for the start-up log line (``"inline"``, ``"process (pid 12)"``)."""
 
     @abstractmethod
-    def check_page(
+    def check_html(
         self, url: str, text: str, nbytes: int, tree: Callable[[], Any] | None, canonical: str
     ) -> Outcome | Deferred[Outcome]:
         """Check an HTML page (arguments as :meth:`NeardupRuntime.check_page
@@ -60,7 +60,7 @@ class Checker(ABC):
         never fails."""
 
     @abstractmethod
-    def skip(self, url: str, reason: str) -> Outcome | None:
+    def record_skip(self, url: str, reason: str) -> Outcome | None:
         """Count a page in the index as skipped without checking it; ``None`` when the skip was
         handed over to where the index lives (nothing comes back: the caller makes the verdict)."""
 

@@ -49,7 +49,7 @@ class InlineChecker(Checker):
     def describe(self) -> str:
         return "inline"
 
-    def check_page(
+    def check_html(
         self, url: str, text: str, nbytes: int, tree: Callable[[], Any] | None, canonical: str = ""
     ) -> Outcome:
         from neardup_scrapy.pages import ParseTimeout, page_tree
@@ -59,7 +59,7 @@ class InlineChecker(Checker):
         try:
             root = page_tree(text, started + self.timeout, tree)
         except ParseTimeout:
-            return self.skip(url, "timeout")
+            return self.record_skip(url, "timeout")
         except Exception:
             root = None
         return self.check(url, html=text, tree=root, nbytes=nbytes, started=started, canonical=canonical)
@@ -93,7 +93,7 @@ class InlineChecker(Checker):
             return Outcome(url, error=exc)
         return Outcome(url, verdict=verdict, mirrors=self.take_mirrors())
 
-    def skip(self, url: str, reason: str) -> Outcome:
+    def record_skip(self, url: str, reason: str) -> Outcome:
         try:
             return Outcome(url, verdict=self._index().skip(url, reason))
         except Exception as exc:

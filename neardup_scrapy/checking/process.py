@@ -162,7 +162,7 @@ class ProcessChecker(Checker):
         else:
             worker.call(op, payload, done)
 
-    def check_page(
+    def check_html(
         self, url: str, text: str, nbytes: int, tree: Callable[[], Any] | None, canonical: str = ""
     ) -> Deferred[Outcome]:
         deferred: Deferred[Outcome] = Deferred()
@@ -178,7 +178,7 @@ class ProcessChecker(Checker):
         self._call("check", (url, text, None, nbytes, canonical), done)
         return deferred
 
-    def skip(self, url: str, reason: str) -> None:
+    def record_skip(self, url: str, reason: str) -> None:
         self._live().send("skip", (url, reason))
 
     def exchange_url_rules(self, writer: str, state: bytes | None, timeout: float) -> list[bytes]:

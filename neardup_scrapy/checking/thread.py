@@ -169,12 +169,12 @@ class ThreadChecker(Checker):
         if self._thread is not None and not self._thread.drain(timeout):
             logger.warning("neardup: the check thread did not finish its pages within %.0f s", timeout)
 
-    def check_page(
+    def check_html(
         self, url: str, text: str, nbytes: int, tree: Callable[[], Any] | None, canonical: str = ""
     ) -> Outcome | Deferred[Outcome]:
         thread = self._check_thread()
         if thread is None:
-            return self.here.check_page(url, text, nbytes, tree, canonical)
+            return self.here.check_html(url, text, nbytes, tree, canonical)
         # The helper thread reads the page from its text as the worker process does, in a pass
         # that releases the GIL; this thread builds no tree for the plugin: the spider builds
         # Scrapy's when it reads the page (if it does), while the caches hold it
@@ -205,10 +205,10 @@ class ThreadChecker(Checker):
             return Outcome(url, error=exc)
         return Outcome(url, verdict=verdict, mirrors=self.here.take_mirrors())
 
-    def skip(self, url: str, reason: str) -> Outcome | None:
+    def record_skip(self, url: str, reason: str) -> Outcome | None:
         thread = self._check_thread()
         if thread is None:
-            return self.here.skip(url, reason)
+            return self.here.record_skip(url, reason)
         thread.post(self._skip_here, url, reason)
         return None
 
