@@ -24,6 +24,7 @@ import contextlib
 import difflib
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals as scrapy_signals
@@ -33,6 +34,7 @@ from twisted.internet.defer import Deferred
 
 from .checking.base import Checker, Outcome
 from .checking.index import open_detector
+from .checking.inline import InlineChecker
 from .config import NeardupConfig, NeardupSettingsError, parse_settings
 from .core import NearDupDetector, Verdict
 from .core.hosts import host_of
@@ -164,7 +166,6 @@ def _open_checker(config: NeardupConfig, stats: StatsCollector) -> Checker:
         from .checking.process import ProcessChecker
 
         return ProcessChecker(config, stats)
-    from .checking.inline import InlineChecker
     from .checking.thread import ThreadChecker
 
     return ThreadChecker(InlineChecker(open_detector(config), config.params.timeout))
@@ -191,7 +192,16 @@ class _ItemIndex:
 
     def __init__(self, config: NeardupConfig) -> None:
         self._config = config
-        self._detector: NearDupDetector | None = None
+        self._checker: InlineChecker | None = None
+
+    def _open(self) -> InlineChecker:
+        if self._checker is None:
+            try:
+                detector = open_detector(self._config, items=True)
+            except Exception as exc:
+                raise _open_error(self._config, "item index", exc) from exc
+            self._checker = InlineChecker(detector, self._config.params.timeout)
+        return self._checker
 
     def detector(self) -> NearDupDetector:
         """The index, opened now if it is not yet.
@@ -199,30 +209,22 @@ class _ItemIndex:
         Raises:
             NeardupStorageError: the index store cannot be opened.
         """
-        if self._detector is None:
-            try:
-                self._detector = open_detector(self._config, items=True)
-            except Exception as exc:
-                raise _open_error(self._config, "item index", exc) from exc
-        return self._detector
+        detector = self._open().detector
+        assert detector is not None
+        return detector
 
     def check(self, url: str, text: str) -> Outcome:
-        """Check an item's text; never raises."""
+        """Check an item's text; never raises. Its index's mirror hosts are not the crawl's."""
         try:
-            return Outcome(url, verdict=self.detector().check(url, text=text))
+            outcome = self._open().check(url, text=text)
         except Exception as exc:
             return Outcome(url, error=exc)
+        return replace(outcome, mirrors=None)
 
     def close(self) -> list[Exception]:
-        """Close the index if it was opened; the error met, if any."""
-        detector, self._detector = self._detector, None
-        if detector is None:
-            return []
-        try:
-            detector.close()
-        except Exception as exc:
-            return [exc]
-        return []
+        """Close the index if it was opened; the errors met."""
+        checker, self._checker = self._checker, None
+        return [] if checker is None else checker.close()
 
 
 class _Finalizers:
