@@ -34,7 +34,6 @@ from twisted.internet.defer import Deferred
 
 from .checking.base import Checker, Outcome
 from .checking.index import open_detector
-from .checking.inline import InlineChecker
 from .config import NeardupConfig, NeardupSettingsError, parse_settings
 from .core import NearDupDetector, Verdict
 from .core.hosts import host_of
@@ -46,6 +45,8 @@ from .signals import duplicate_found
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
+
+    from .checking.inline import InlineChecker
 
 __all__ = ["KNOWN_SETTINGS", "NeardupRuntime", "NeardupStorageError", "reason_key"]
 
@@ -166,6 +167,7 @@ def _open_checker(config: NeardupConfig, stats: StatsCollector) -> Checker:
         from .checking.process import ProcessChecker
 
         return ProcessChecker(config, stats)
+    from .checking.inline import InlineChecker
     from .checking.thread import ThreadChecker
 
     return ThreadChecker(InlineChecker(open_detector(config), config.params.timeout))
@@ -196,6 +198,8 @@ class _ItemIndex:
 
     def _open(self) -> InlineChecker:
         if self._checker is None:
+            from .checking.inline import InlineChecker
+
             try:
                 detector = open_detector(self._config, items=True)
             except Exception as exc:
