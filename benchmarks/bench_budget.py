@@ -235,7 +235,7 @@ class Entries:
             crawler = make_crawler(Spider, {"NEARDUP_WORKER": "inline"})
             self._runtime = NeardupRuntime.of(crawler)
             self._runtime.detector.storage.close()
-            self._runtime.detector = self.detectors.get("inline") or self.detectors["thread"]
+            self._runtime.checker.detector = self.detectors.get("inline") or self.detectors["thread"]
 
     def run(self, name: str, url: str, body: bytes) -> tuple[float, str, str]:
         """CPU seconds of this thread, status and reason of one check."""
@@ -271,17 +271,17 @@ class Entries:
         return _check(detector, url, body.decode("utf-8", "replace"), None, len(body))
 
     def _thread(self, detector: Any, url: str, body: bytes) -> Any:
-        self._runtime.detector = detector
-        verdict, error, _ = self._runtime._check_on_thread(url, body.decode("utf-8", "replace"), len(body))
-        assert error is None, error
-        return verdict
+        self._runtime.checker.detector = detector
+        outcome = self._runtime.checker.check_here(url, body.decode("utf-8", "replace"), len(body))
+        assert outcome.error is None, outcome.error
+        return outcome.verdict
 
     def _inline(self, detector: Any, url: str, body: bytes) -> Any:
         from scrapy.http import HtmlResponse
 
         from neardup_scrapy.pages import response_text, selector_tree
 
-        self._runtime.detector = detector
+        self._runtime.checker.detector = detector
         response = HtmlResponse(url, body=body, encoding="utf-8")
         text = response_text(response)
         return self._runtime.check_page(url, text, len(body), lambda: selector_tree(response))

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import logging
 import pickle
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider
@@ -37,16 +38,71 @@ from .core.urls import redact_url
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
 
-    from .runtime import NeardupRuntime
-
-__all__ = ["MirrorSkipper"]
+__all__ = ["MirrorMap", "MirrorSkipper", "MirrorSource"]
 
 logger = logging.getLogger(__name__)
 
 OPT_OUT_KEY = "dont_neardup"
 #: File (under ``JOBDIR``) of the requests kept aside when a crawl pauses.
 HELD_FILE = "neardup-mirror-requests.pickle"
+
+
+class MirrorSource(Protocol):
+    """What the skipper reads (the crawl's neardup runtime provides it)."""
+
+    stats: StatsCollector
+
+    def mirror_of(self, url: str) -> str | None:
+        """The host that ``url``'s host mirrors, if any."""
+
+    def surviving_mirrors(self, unseen: dict[str, int]) -> dict[str, str]:
+        """Of the mirror hosts in ``unseen``, those whose claim holds whatever those pages are."""
+
+
+class MirrorMap:
+    """The index's map of mirror hosts as the crawl acts on it (``neardup/mirror_hosts``).
+
+    The map is the index's own, whole: a host stays a mirror until the index says otherwise
+    (not until one of its own pages is checked again), and a resumed or shared index names
+    its mirrors before the first request. Learning it from the verdicts of each host's pages
+    let a resumed crawl fetch a known mirror until one of its pages came back checked.
+
+    Args:
+        stats: the crawl's stats.
+        changed: called with the new map whenever it changes (the skipper's
+            :meth:`MirrorSkipper.mirrors_changed`).
+    """
+
+    def __init__(
+        self, stats: StatsCollector, changed: Callable[[dict[str, str]], None] | None = None
+    ) -> None:
+        self._stats = stats
+        self._mirror_of: dict[str, str] = {}
+        self.changed = changed
+
+    def of_url(self, url: str) -> str | None:
+        """The host that ``url``'s host has been confirmed to mirror, if any."""
+        return self._mirror_of.get(host_of(url)) if self._mirror_of else None
+
+    def of_host(self, host: str) -> str | None:
+        """The host that ``host`` has been confirmed to mirror, if any."""
+        return self._mirror_of.get(host)
+
+    def update(self, mirrors: dict[str, str]) -> None:
+        """Take the index's whole map (logged host by host where it changed)."""
+        if mirrors == self._mirror_of:
+            return
+        for host, origin in sorted(mirrors.items()):
+            if self._mirror_of.get(host) != origin:
+                logger.info("neardup: host %s is a mirror of %s", host, origin)
+        for host in sorted(set(self._mirror_of) - set(mirrors)):
+            logger.info("neardup: host %s is no longer taken for a mirror", host)
+        self._mirror_of = dict(mirrors)
+        self._stats.set_value("neardup/mirror_hosts", len(self._mirror_of))
+        if self.changed is not None:
+            self.changed(self._mirror_of)
 
 
 class MirrorSkipper:
@@ -58,7 +114,7 @@ class MirrorSkipper:
         keep: how many skipped requests to keep aside at most.
     """
 
-    def __init__(self, crawler: Crawler, runtime: NeardupRuntime, keep: int) -> None:
+    def __init__(self, crawler: Crawler, runtime: MirrorSource, keep: int) -> None:
         self.crawler = crawler
         self.runtime = runtime
         self.keep = keep

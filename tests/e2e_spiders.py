@@ -255,7 +255,7 @@ class KillerSpider(ListSpider):
 
     def parse(self, response: Response) -> Iterator[dict[str, Any]]:
         if response.meta["index"] in self.kill_after:  # (blocks the reactor: nothing else runs)
-            worker = self.crawler._neardup_runtime.worker
+            worker = self.crawler._neardup_runtime.checker.worker
             time.sleep(1.0)
             os.kill(worker.pid, signal.SIGKILL)
             time.sleep(0.3)

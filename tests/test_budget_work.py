@@ -162,9 +162,9 @@ def test_the_crawl_counts_pages_over_the_work_budget_in_their_own_stat(mode: str
         if mode == "inline-tree":
             verdict = runtime.check_page(url, text, len(response.body), lambda: selector_tree(response))
         else:
-            outcome, error, _ = runtime._check_on_thread(url, text, len(response.body))
-            assert error is None and outcome is not None
-            verdict = runtime._checked_on_thread((outcome, None, None), url)
+            outcome = runtime.checker.check_here(url, text, len(response.body))
+            assert outcome.error is None and outcome.verdict is not None
+            verdict = runtime._settle(outcome)
         assert isinstance(verdict, Verdict)
         assert (verdict.status, verdict.reason) == ("skipped", "too much work")
         assert crawler.stats.get_value("neardup/skipped/too_much_work") == 1

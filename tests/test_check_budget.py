@@ -263,7 +263,7 @@ def test_worker_and_inline_modes_agree_on_odd_pages() -> None:
                 assert in_worker.status != "skipped", (name, in_worker.reason)
             # a fresh index for the next page in inline mode too
             inline_detector.storage.close()
-            runtime.detector = NearDupDetector(timeout=BUDGET)
+            runtime.checker.detector = NearDupDetector(timeout=BUDGET)
             inline_detector = runtime.detector
     finally:
         runtime.close()

@@ -47,7 +47,7 @@ def test_requests_kept_aside_are_scheduled_again_when_the_claim_is_withdrawn() -
         assert all(skipper.skip(r) for r in requests)
         assert not skipper.skip(Request("http://a.test/new")) and not engine.crawled
         assert not skipper.skip(Request("http://b.test/opt-out", meta={"dont_neardup": True}))
-        env.runtime._set_mirrors({})  # the index withdraws the claim
+        env.runtime.mirrors.update({})  # the index withdraws the claim
         assert [r.url for r in engine.crawled] == [r.url for r in requests]
         assert all(r.dont_filter for r in engine.crawled)  # their urls passed the filter already
         assert env.stat("neardup/mirror_requests_skipped") == 3
@@ -84,7 +84,7 @@ def test_requests_beyond_the_cap_are_counted_not_kept() -> None:
             assert skipper.skip(Request(f"http://b.test/x/{i}"))
         assert env.stat("neardup/mirror_requests_skipped") == 5
         assert env.stat("neardup/mirror_requests_not_kept") == 3
-        env.runtime._set_mirrors({})
+        env.runtime.mirrors.update({})
         assert len(engine.crawled) == 2
     finally:
         env.close()
@@ -109,7 +109,7 @@ def test_kept_requests_are_saved_in_jobdir_when_the_crawl_pauses(tmp_path: Path)
         assert skipper is not None
         skipper._opened()
         assert not (tmp_path / HELD_FILE).exists()
-        resumed.runtime._set_mirrors({})
+        resumed.runtime.mirrors.update({})
         assert [(r.url, r.meta.get("k")) for r in engine.crawled] == [("http://b.test/kept", 1)]
     finally:
         resumed.close()

@@ -136,7 +136,7 @@ def test_pipeline_never_loses_an_item(tmp_path: Path, caplog: pytest.LogCaptureF
 
 # -- no silent degradation -----------------------------------------------------------------------
 def test_a_long_outage_is_recalled(caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("neardup_scrapy.runtime.STILL_FAILING_EVERY", 0.0)
+    monkeypatch.setattr("neardup_scrapy.policy.STILL_FAILING_EVERY", 0.0)
     env = Env(NEARDUP_STORAGE="e2e_spiders.FailingStorage", NEARDUP_REDIS_PREFIX="fail-after-0")
     try:
         with caplog.at_level(logging.WARNING):

@@ -158,7 +158,7 @@ def test_results_are_delivered_by_the_reactors_thread_in_batches() -> None:
 def test_a_failing_posted_job_is_logged_and_the_thread_goes_on(caplog: pytest.LogCaptureFixture) -> None:
     reactor = _Reactor()
     thread = CheckThread(reactor)  # type: ignore[arg-type]
-    with caplog.at_level(logging.WARNING, logger="neardup_scrapy.check_thread"):
+    with caplog.at_level(logging.WARNING, logger="neardup_scrapy.checking.thread"):
         thread.post(_fail, 3)
         got: list[Any] = []
         thread.submit(_record, [], 4).addCallback(got.append)

@@ -187,7 +187,7 @@ def test_an_error_while_learning_never_changes_a_verdict(caplog: pytest.LogCaptu
 
     middleware.learner.observe = broken  # type: ignore[method-assign]
     try:
-        verdict = runtime.check("http://a.test/p", text="some words " * 20)
+        verdict = runtime._settle(runtime.checker.here.check("http://a.test/p", text="some words " * 20))
         assert verdict.status == "unique"
         assert "learner bug" in caplog.text
         assert isinstance(verdict, Verdict)
