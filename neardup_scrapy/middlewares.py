@@ -184,10 +184,7 @@ class NeardupDownloaderMiddleware:
 
         With a worker process the result is a coroutine that waits for the verdict.
         """
-        try:
-            outcome = self._check(request, response)
-        except Exception as exc:  # a bug must not lose the page
-            return self._unexpected(request, response, exc)
+        outcome = self._check(request, response)
         if outcome is None:
             return response
         if isinstance(outcome, Deferred):
@@ -195,11 +192,8 @@ class NeardupDownloaderMiddleware:
         return self._apply(request, response, outcome)
 
     async def _wait(self, request: Request, response: Response, outcome: Deferred[Verdict]) -> Response:
-        try:
-            verdict = await maybe_deferred_to_future(outcome)
-        except Exception as exc:
-            return self._unexpected(request, response, exc)
-        return self._apply(request, response, verdict)
+        # the runtime's Deferred never fails: a failure fires it with a ``skipped`` verdict
+        return self._apply(request, response, await maybe_deferred_to_future(outcome))
 
     def _apply(self, request: Request, response: Response, verdict: Verdict) -> Response:
         request.meta[META_KEY] = verdict.to_dict()
@@ -214,14 +208,17 @@ class NeardupDownloaderMiddleware:
                 raise DuplicatePage(verdict)
         return response
 
-    def _unexpected(self, request: Request, response: Response, exc: BaseException) -> Response:
-        """The page passes, tagged ``skipped`` (reason ``error``); counted and logged by the runtime."""
-        verdict = self.runtime.unexpected(response.url, exc)
-        request.meta[META_KEY] = verdict.to_dict()
-        return response
-
     def _check(self, request: Request, response: Response) -> Verdict | Deferred[Verdict] | None:
-        """The verdict (or its Deferred) for a response; ``None`` when it passes untouched."""
+        """The verdict (or its Deferred) for a response; ``None`` when it passes untouched.
+
+        Never raises: a bug must not lose the page, which then passes tagged ``skipped`` (reason
+        ``error``), counted and logged by the runtime."""
+        try:
+            return self._read_and_check(request, response)
+        except Exception as exc:
+            return self.runtime.unexpected(response.url, exc)
+
+    def _read_and_check(self, request: Request, response: Response) -> Verdict | Deferred[Verdict] | None:
         url = response.url
         # Responses that get no tag are not pages: not counted as pages, not in the index or the
         # report, not in NEARDUP_WARC_FILE (so a scan of it counts what the crawl counted).

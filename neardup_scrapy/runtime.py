@@ -31,6 +31,7 @@ from scrapy import signals as scrapy_signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet.defer import Deferred
+from twisted.python.failure import Failure
 
 from .checking.base import Checker, Outcome
 from .checking.index import open_detector
@@ -39,6 +40,7 @@ from .core import NearDupDetector, Verdict
 from .core.hosts import host_of
 from .core.storage.base import StorageError
 from .mirrorskip import MirrorMap, MirrorSkipper
+from .pages import html_tree
 from .policy import StoreOutage, Tally, reason_key
 from .signals import duplicate_found
 
@@ -170,7 +172,7 @@ def _open_checker(config: NeardupConfig, stats: StatsCollector) -> Checker:
     from .checking.inline import InlineChecker
     from .checking.thread import ThreadChecker
 
-    return ThreadChecker(InlineChecker(open_detector(config), config.params.timeout))
+    return ThreadChecker(InlineChecker(open_detector(config), config.params.timeout, tree_of_text=html_tree))
 
 
 def _open_error(config: NeardupConfig, what: str, exc: Exception) -> NeardupStorageError:
@@ -204,7 +206,7 @@ class _ItemIndex:
                 detector = open_detector(self._config, items=True)
             except Exception as exc:
                 raise _open_error(self._config, "item index", exc) from exc
-            self._checker = InlineChecker(detector, self._config.params.timeout)
+            self._checker = InlineChecker(detector, self._config.params.timeout, tree_of_text=html_tree)
         return self._checker
 
     def detector(self) -> NearDupDetector:
@@ -334,8 +336,13 @@ class NeardupRuntime:
         """
         outcome = self.checker.check_html(url, text, nbytes, tree, canonical)
         if isinstance(outcome, Deferred):
-            return outcome.addCallback(self._settle_late)
+            return outcome.addCallback(self._settle_late).addErrback(self._failed_late, url)
         return self._settle(outcome)
+
+    def _failed_late(self, failure: Failure, url: str) -> Verdict:
+        """A Deferred check that failed (a bug): the page passes as :meth:`unexpected` says."""
+        error = failure.value if failure.value is not None else RuntimeError(failure.getErrorMessage())
+        return self.unexpected(url, error)
 
     def skip(self, url: str, reason: str) -> Verdict:
         """Count a page as skipped without checking it (non-HTML, too large, opted out...)."""

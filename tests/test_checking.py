@@ -19,6 +19,7 @@ from neardup_scrapy.checking.process import ProcessChecker
 from neardup_scrapy.checking.thread import ThreadChecker
 from neardup_scrapy.core import NearDupDetector
 from neardup_scrapy.core.storage.base import StorageError
+from neardup_scrapy.pages import html_tree
 from neardup_scrapy.runtime import NeardupRuntime
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,7 +93,7 @@ def test_a_strategy_returns_a_store_failure_and_the_runtime_counts_it() -> None:
     crawler = make_crawler(_Spider, {"NEARDUP_WORKER": "inline"})
     runtime = NeardupRuntime.of(crawler)
     try:
-        checker = InlineChecker(_FailingStore(), timeout=1.0)
+        checker = InlineChecker(_FailingStore(), timeout=1.0, tree_of_text=html_tree)
         outcome = checker.check_html("http://a.test/p", "<p>" + "words of a page " * 30, 500, None, "")
         assert outcome.verdict is None and isinstance(outcome.error, StorageError)
         assert crawler.stats.get_value("neardup/storage_errors") is None  # the strategy counted nothing
@@ -114,7 +115,7 @@ def test_mirrors_in_an_outcome_reach_the_map_before_the_verdict_is_counted() -> 
     seen: list[str | None] = []
     runtime.on_page(lambda verdict: seen.append(runtime.mirror_of("http://b.test/x")))
     try:
-        checker = InlineChecker(NearDupDetector(), timeout=1.0)
+        checker = InlineChecker(NearDupDetector(), timeout=1.0, tree_of_text=html_tree)
         outcome = checker.check_html("http://b.test/p", "<p>" + "words of a page " * 30, 500, None, "")
         assert outcome.verdict is not None
         runtime._settle(Outcome(outcome.url, verdict=outcome.verdict, mirrors={"b.test": "a.test"}))

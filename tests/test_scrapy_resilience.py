@@ -228,3 +228,57 @@ def test_worker_tree_is_scrapys_tree(body: bytes, content_type: str) -> None:
     scrapy_tree = selector_tree(response)  # what the inline mode reads
     worker_tree = html_tree(response_text(response))  # what the worker builds from the text it gets
     assert etree.tostring(worker_tree) == etree.tostring(scrapy_tree)
+
+
+@pytest.mark.parametrize("where", ["reading the text", "the checker", "the checker's deferred", "counting"])
+def test_a_failure_anywhere_on_a_page_s_path_passes_it_as_skipped(
+    where: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Whichever step fails -- the middleware reading the response, the checking strategy at once
+    or later (a Deferred that fails), the runtime counting the outcome -- the page is never lost:
+    it passes tagged ``skipped`` (reason ``error``), counted once, with a WARNING."""
+    from twisted.internet import defer
+
+    import neardup_scrapy.middlewares as middlewares
+
+    env = Env()
+    try:
+
+        def bug(*args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError(f"a bug in {where}")
+
+        if where == "reading the text":
+            monkeypatch.setattr(middlewares, "response_text", bug)
+        elif where == "the checker":
+            monkeypatch.setattr(env.runtime.checker, "check_html", bug)
+        else:
+            checked = env.runtime.checker.check_html
+
+            def later(*args: Any) -> Any:  # the outcome arrives through a Deferred
+                outcome = checked(*args)
+                return (
+                    defer.fail(RuntimeError("a bug"))
+                    if where == "the checker's deferred"
+                    else defer.succeed(outcome)
+                )
+
+            monkeypatch.setattr(env.runtime.checker, "check_html", later)
+            if where == "counting":
+                monkeypatch.setattr(env.runtime.tally, "count", bug)
+        with caplog.at_level(logging.WARNING):
+            if where in ("reading the text", "the checker"):
+                tag = tagged(env, "http://a.test/1", 1).meta["neardup"]
+            else:
+                body = page(1)
+                result = env.runtime.check_page("http://a.test/1", body, len(body), None)
+                assert isinstance(result, defer.Deferred)
+                fired: list[Verdict] = []
+                result.addCallback(fired.append)
+                assert len(fired) == 1  # fired, not failed
+                tag = fired[0].to_dict()
+        assert tag["status"] == "skipped"
+        if where != "counting":  # counting itself failed: nothing could be counted
+            assert env.stat("neardup/skipped/error") == 1
+            assert warnings(caplog, "unexpected error while checking")
+    finally:
+        env.close()

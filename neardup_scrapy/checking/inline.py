@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from twisted.internet.defer import maybeDeferred
 
+from neardup_scrapy.core.reading import ParseTimeout, page_tree
 from neardup_scrapy.core.storage.retry import CLOSE_PATIENCE, call_patiently
 
 from .base import Checker, Outcome
@@ -26,11 +27,16 @@ class InlineChecker(Checker):
     Args:
         detector: the page index.
         timeout: the CPU seconds a page's check may take, its parse included (``NEARDUP_TIMEOUT``).
+        tree_of_text: the crawl's parser: the tree Scrapy's selector builds from a text (so a
+            page reads the same in every strategy; ``None`` when it cannot be parsed).
     """
 
-    def __init__(self, detector: NearDupDetector, timeout: float) -> None:
+    def __init__(
+        self, detector: NearDupDetector, timeout: float, *, tree_of_text: Callable[[str], Any]
+    ) -> None:
         self._detector: NearDupDetector | None = detector
         self.timeout = timeout
+        self.tree_of_text = tree_of_text
         self._mirrors_version = -1
 
     @property
@@ -52,12 +58,11 @@ class InlineChecker(Checker):
     def check_html(
         self, url: str, text: str, nbytes: int, tree: Callable[[], Any] | None, canonical: str = ""
     ) -> Outcome:
-        from neardup_scrapy.pages import ParseTimeout, page_tree
-
         # The parse counts in the check's CPU budget (NEARDUP_TIMEOUT), as in the worker.
         started = time.thread_time()
+        scrapy_tree = tree if tree is not None else lambda: self.tree_of_text(text)
         try:
-            root = page_tree(text, started + self.timeout, tree)
+            root = page_tree(text, started + self.timeout, scrapy_tree)
         except ParseTimeout:
             return self.record_skip(url, "timeout")
         except Exception:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
+from neardup_scrapy.core.reading import ParseTimeout, text_reading
 from neardup_scrapy.core.storage.base import StorageError
 
 from .base import Checker, Outcome
@@ -183,17 +184,15 @@ class ThreadChecker(Checker):
 
     def check_here(self, url: str, text: str, nbytes: int, canonical: str = "") -> Outcome:
         """A check as the helper thread makes it (in the calling thread): the page is read as
-        the worker process reads it (:func:`~neardup_scrapy.pages.text_reading`), and the
+        the worker process reads it (:func:`~neardup_scrapy.core.reading.text_reading`), and the
         index's map of mirror hosts is read where the index lives."""
-        from neardup_scrapy.pages import ParseTimeout, text_reading
-
         detector = self.here.detector
         if detector is None:
             return Outcome(url, error=RuntimeError("the index is closed"))
         started = time.thread_time()  # the budget counts this thread's CPU time
         try:
             try:
-                source, how = text_reading(text, started + self.here.timeout)
+                source, how = text_reading(text, started + self.here.timeout, self.here.tree_of_text)
                 # analyze + check_analysis, not check(): check()'s cache of repeated bodies
                 # hashes the whole body holding the GIL that the crawl's thread needs
                 analysis = detector.analyze(url, source, started=started, **how)
