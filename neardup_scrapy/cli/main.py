@@ -38,6 +38,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
+    _add_scan(sub)
+    _add_report(sub)
+    _add_export(sub)
+    _add_check_index(sub)
+    return parser
+
+
+def _add_scan(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     scan = sub.add_parser(
         "scan",
         help="tag the pages of a feed or web archive as unique / exact / near duplicates",
@@ -72,20 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="tagged records, JSON Lines (a NAME.json gets one JSON array; .gz compresses; - for stdout); "
         "default: stdout unless it is a terminal",
     )
-    scan.add_argument(
-        "--report", metavar="REPORT.json", help="write the JSON report (neardup-report/1; - for stdout)"
-    )
-    scan.add_argument("--html", metavar="REPORT.html", help="write the HTML report (- for stdout)")
-    scan.add_argument(
-        "--clusters",
-        metavar="FILE",
-        help="write every cluster with every member (JSON Lines, - for stdout; Parquet if .parquet)",
-    )
-    scan.add_argument(
-        "--pairs",
-        metavar="FILE",
-        help="write every duplicate with its representative (JSON Lines, - for stdout; Parquet if .parquet)",
-    )
+    _output_options(scan)
     scan.add_argument(
         "--jobs",
         "-j",
@@ -106,38 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="replace a 'neardup' key the records already have (default: keep it)",
     )
-    scan.add_argument(
-        "--threshold",
-        type=float,
-        default=None,
-        metavar="T",
-        help="Jaccard similarity of a near duplicate (0.8)",
-    )
-    scan.add_argument(
-        "--algorithm", choices=("both", "minhash", "simhash"), default=None, help="candidate search (both)"
-    )
-    scan.add_argument("--num-perm", type=int, default=None, metavar="N", help="MinHash permutations (128)")
-    scan.add_argument("--shingle-size", type=int, default=None, metavar="N", help="words per shingle (5)")
-    scan.add_argument(
-        "--min-tokens",
-        type=int,
-        default=None,
-        metavar="N",
-        help="shorter pages are matched exactly only, or as views of their own address (10)",
-    )
-    scan.add_argument(
-        "--simhash-distance",
-        type=int,
-        default=None,
-        metavar="N",
-        help="SimHash Hamming distance of a near duplicate (3)",
-    )
-    scan.add_argument(
-        "--scope",
-        choices=("global", "host"),
-        default=None,
-        help="compare across hosts or within a host (global)",
-    )
+    _detector_options(scan)
     _index_options(scan, export=False)
     noise = scan.add_mutually_exclusive_group()
     noise.add_argument("-q", "--quiet", action="store_true", help="no progress line and no summary")
@@ -146,6 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     scan.set_defaults(run=run_scan)
 
+
+def _add_report(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     report = sub.add_parser(
         "report",
         help="render a JSON report as a self-contained HTML page",
@@ -160,6 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     report.set_defaults(run=run_report)
 
+
+def _add_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     export = sub.add_parser(
         "export",
         help="write the report, clusters and pairs of a kept or shared index, without scanning",
@@ -171,24 +139,13 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog="Exit status: 0 ok, 2 usage error, no such index, or an index that cannot be read.",
     )
-    export.add_argument(
-        "--report", metavar="REPORT.json", help="write the JSON report (neardup-report/1; - for stdout)"
-    )
-    export.add_argument("--html", metavar="REPORT.html", help="write the HTML report (- for stdout)")
-    export.add_argument(
-        "--clusters",
-        metavar="FILE",
-        help="write every cluster with every member (JSON Lines, - for stdout; Parquet if .parquet)",
-    )
-    export.add_argument(
-        "--pairs",
-        metavar="FILE",
-        help="write every duplicate with its representative (JSON Lines, - for stdout; Parquet if .parquet)",
-    )
+    _output_options(export)
     export.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
     _index_options(export, export=True)
     export.set_defaults(run=run_export)
 
+
+def _add_check_index(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     check = sub.add_parser(
         "check-index",
         help="look for damage in a disk index that the check at open cannot see",
@@ -207,7 +164,60 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("-q", "--quiet", action="store_true", help="print only what is damaged")
     check.set_defaults(run=run_check_index)
-    return parser
+
+
+def _output_options(parser: argparse.ArgumentParser) -> None:
+    """The report and export files of ``scan`` and ``export``."""
+    parser.add_argument(
+        "--report", metavar="REPORT.json", help="write the JSON report (neardup-report/1; - for stdout)"
+    )
+    parser.add_argument("--html", metavar="REPORT.html", help="write the HTML report (- for stdout)")
+    parser.add_argument(
+        "--clusters",
+        metavar="FILE",
+        help="write every cluster with every member (JSON Lines, - for stdout; Parquet if .parquet)",
+    )
+    parser.add_argument(
+        "--pairs",
+        metavar="FILE",
+        help="write every duplicate with its representative (JSON Lines, - for stdout; Parquet if .parquet)",
+    )
+
+
+def _detector_options(parser: argparse.ArgumentParser) -> None:
+    """The detector parameters of ``scan`` (a flag wins over ``-s``)."""
+    parser.add_argument(
+        "--threshold",
+        type=float,
+        default=None,
+        metavar="T",
+        help="Jaccard similarity of a near duplicate (0.8)",
+    )
+    parser.add_argument(
+        "--algorithm", choices=("both", "minhash", "simhash"), default=None, help="candidate search (both)"
+    )
+    parser.add_argument("--num-perm", type=int, default=None, metavar="N", help="MinHash permutations (128)")
+    parser.add_argument("--shingle-size", type=int, default=None, metavar="N", help="words per shingle (5)")
+    parser.add_argument(
+        "--min-tokens",
+        type=int,
+        default=None,
+        metavar="N",
+        help="shorter pages are matched exactly only, or as views of their own address (10)",
+    )
+    parser.add_argument(
+        "--simhash-distance",
+        type=int,
+        default=None,
+        metavar="N",
+        help="SimHash Hamming distance of a near duplicate (3)",
+    )
+    parser.add_argument(
+        "--scope",
+        choices=("global", "host"),
+        default=None,
+        help="compare across hosts or within a host (global)",
+    )
 
 
 def _index_options(parser: argparse.ArgumentParser, *, export: bool) -> None:
