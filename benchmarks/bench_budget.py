@@ -250,8 +250,8 @@ class Entries:
 
     @staticmethod
     def _scan(detector: Any, url: str, body: bytes) -> Any:
-        from neardup_scrapy.inputs.base import Unit
-        from neardup_scrapy.scanjobs import _analyse
+        from neardup_scrapy.cli.inputs.base import Unit
+        from neardup_scrapy.cli.scanjobs import _analyse
 
         analyzer = detector._analyzer
         payload = json.dumps({"url": url, "html": body.decode("utf-8", "replace")}).encode()

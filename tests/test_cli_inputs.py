@@ -15,7 +15,7 @@ import pytest
 from test_cli_helpers import make_crawl, run_cli, write_jsonl
 
 from neardup_scrapy.cli import EXIT_ERROR, EXIT_MALFORMED, EXIT_OK, main
-from neardup_scrapy.scanjobs import _read_ahead
+from neardup_scrapy.cli.scanjobs import _read_ahead
 
 
 def statuses(path: Path, key: str = "url") -> list[tuple[str, str]]:
@@ -197,7 +197,7 @@ def test_jobs_give_the_same_output_as_one_process(tmp_path: Path) -> None:
     for seed in (7, 8):  # two generated crawls: 340 records, over the in-process threshold
         batch, _expected = make_crawl(seed=seed, distinct=150)
         records += [{**r, "url": r["url"].replace("127.0.0.", f"10.{seed}.0.")} for r in batch]
-    from neardup_scrapy.scanjobs import SMALL_INPUT
+    from neardup_scrapy.cli.scanjobs import SMALL_INPUT
 
     assert len(records) > SMALL_INPUT
     path = write_jsonl(tmp_path / "pages.jsonl", records)
@@ -230,8 +230,8 @@ def test_every_cut_of_an_archive_is_reported(tmp_path: Path, compressed: bool) -
 
     Cuts that lose only the blank lines closing the last record lose nothing and are allowed.
     """
-    from neardup_scrapy.inputs.base import InputFormatError
-    from neardup_scrapy.inputs.warc import warc_units
+    from neardup_scrapy.cli.inputs.base import InputFormatError
+    from neardup_scrapy.cli.inputs.warc import warc_units
 
     records = [r for r in make_crawl()[0] if "html" in r]
     path = tmp_path / "crawl.warc.gz"
@@ -299,9 +299,9 @@ def test_read_ahead_keeps_order_raises_where_the_input_failed_and_stops_with_its
 def test_chunks_close_at_a_size_and_keep_the_input_order(monkeypatch: pytest.MonkeyPatch) -> None:
     """Units go to the pool in chunks closed at ``CHUNK`` units or ``CHUNK_BYTES``: a run of
     large pages makes small chunks (bounded memory), and the analyses come back in order."""
-    import neardup_scrapy.scanjobs as scanjobs
+    import neardup_scrapy.cli.scanjobs as scanjobs
+    from neardup_scrapy.cli.inputs.base import JSON, Unit
     from neardup_scrapy.core.params import DetectorParams
-    from neardup_scrapy.inputs.base import JSON, Unit
 
     records, _expected = make_crawl(seed=9, distinct=40)
     pages = [r for r in records if "html" in r]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from test_cli_helpers import make_crawl, write_jsonl
 
-from neardup_scrapy.progress import Progress
+from neardup_scrapy.cli.progress import Progress
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -21,8 +21,8 @@ from test_cli_helpers import ROOT, make_crawl, run_cli, write_jsonl
 from test_cli_inputs import write_warc
 
 from neardup_scrapy.cli import EXIT_ERROR, EXIT_OK, main
-from neardup_scrapy.inputs import InputFormatError
-from neardup_scrapy.inputs.collection import expand_inputs
+from neardup_scrapy.cli.inputs import InputFormatError
+from neardup_scrapy.cli.inputs.collection import expand_inputs
 
 Clusters = frozenset[frozenset[str]]
 
@@ -355,7 +355,7 @@ def test_a_damaged_input_is_reported_and_the_run_goes_on(
 def test_the_progress_line_names_the_input() -> None:
     import io
 
-    from neardup_scrapy.progress import Progress
+    from neardup_scrapy.cli.progress import Progress
 
     progress = Progress(io.StringIO(), 100, enabled=False, label="[2/14] crawl-20261103.warc.gz  ")
     progress.update(5, 50, 1)

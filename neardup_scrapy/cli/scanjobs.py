@@ -2,7 +2,7 @@
 
 Units are sent in chunks to a pool of processes (``forkserver`` where available, else
 ``spawn``: nothing of the parent is inherited); each returns, per unit, the decoded
-:class:`~neardup_scrapy.inputs.Record` (without its body) and the page's
+:class:`~neardup_scrapy.cli.inputs.Record` (without its body) and the page's
 :class:`~neardup_scrapy.core.analysis.PageAnalysis`. Results come back in input order and
 the main process alone asks the index (:meth:`NearDupDetector.check_analysis`), so the
 verdicts are exactly those of ``--jobs 1``, which runs the same two halves in one process.
@@ -21,8 +21,9 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from .core.analysis import PageAnalysis, PageAnalyzer
-from .core.params import DetectorParams
+from neardup_scrapy.core.analysis import PageAnalysis, PageAnalyzer
+from neardup_scrapy.core.params import DetectorParams
+
 from .inputs import Record, Unit, decode
 
 __all__ = ["analysed", "default_jobs"]

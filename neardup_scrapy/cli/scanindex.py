@@ -6,7 +6,7 @@ their flags: ``NEARDUP_STORAGE`` (``--storage``: memory, disk, redis, redis-clus
 ``neardup.sqlite``), ``JOBDIR``, ``NEARDUP_REDIS_URL`` (``--redis-url``) and
 ``NEARDUP_REDIS_PREFIX`` (``--redis-prefix``). The detector parameters are read the same way
 (``--threshold`` or ``-s NEARDUP_THRESHOLD=0.8``...), and a kept index refuses other parameters
-than those it was built with, as in a crawl (:class:`~.core.storage.ParameterMismatchError`).
+than those it was built with, as in a crawl (:class:`~neardup_scrapy.core.storage.ParameterMismatchError`).
 
 An export reads the parameters the index recorded (:func:`open_recorded`), so it needs none.
 
@@ -24,8 +24,8 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .core import NearDupDetector
-    from .core.params import DetectorParams
+    from neardup_scrapy.core import NearDupDetector
+    from neardup_scrapy.core.params import DetectorParams
 
 __all__ = [
     "STORAGE_KINDS",
@@ -87,13 +87,13 @@ class IndexSpec:
             return "memory"
         if self.storage == "disk":
             return f"disk index {self.disk_path}"
-        from .core.urls import redact_connection_url
+        from neardup_scrapy.core.urls import redact_connection_url
 
         return f"{self.storage} index {redact_connection_url(self.redis_url)} prefix {self.redis_prefix!r}"
 
     def build(self, ttl: float | None) -> Any:
-        """The store (not yet opened; see :func:`~.core.storage.open_storage`)."""
-        from .core.storage import open_storage
+        """The store (not yet opened; see :func:`~neardup_scrapy.core.storage.open_storage`)."""
+        from neardup_scrapy.core.storage import open_storage
 
         return open_storage(
             self.storage, path=self.disk_path, redis_url=self.redis_url, prefix=self.redis_prefix, ttl=ttl
@@ -106,7 +106,7 @@ def parse_settings(pairs: Sequence[str]) -> dict[str, str]:
     Raises:
         IndexOptionError: an item without ``=``, or a name ``scan`` does not read.
     """
-    from .core.params import PARAM_SETTINGS
+    from neardup_scrapy.core.params import PARAM_SETTINGS
 
     known = set(INDEX_SETTINGS) | set(PARAM_SETTINGS.values())
     out: dict[str, str] = {}
@@ -160,7 +160,7 @@ def index_spec(
     url_name = "--redis-url" if redis_url is not None else "NEARDUP_REDIS_URL"
     schemes = ("redis", "rediss") if kind == "redis-cluster" else ("redis", "rediss", "unix")
     if kind in ("redis", "redis-cluster") and not re.match(rf"^({'|'.join(schemes)})://", url):
-        from .core.urls import redact_connection_url
+        from neardup_scrapy.core.urls import redact_connection_url
 
         accepts = ", ".join(f"{s}://" for s in schemes)
         raise IndexOptionError(
@@ -206,7 +206,7 @@ def param_values(
         ``(values, origin)``: the parameters given (the others keep their defaults), and for
         each the setting it came from (``""`` when from a flag).
     """
-    from .core.params import PARAM_SETTINGS, DetectorParams
+    from neardup_scrapy.core.params import PARAM_SETTINGS, DetectorParams
 
     defaults = {f.name: f.default for f in fields(DetectorParams) if f.init}
     values: dict[str, Any] = {}
@@ -226,7 +226,7 @@ def open_detector(spec: IndexSpec, params: DetectorParams) -> NearDupDetector:
         ParameterMismatchError: a kept index was built with other parameters.
         StorageError: the index cannot be opened.
     """
-    from .core import NearDupDetector
+    from neardup_scrapy.core import NearDupDetector
 
     if spec.storage == "memory":
         return NearDupDetector.from_params(params)
@@ -242,8 +242,8 @@ def open_recorded(spec: IndexSpec, base: DetectorParams) -> NearDupDetector:
         ParameterError: the index was written by another hashing scheme or format.
         StorageError: the index cannot be opened.
     """
-    from .core.params import params_of_signature
-    from .core.storage import ParameterMismatchError
+    from neardup_scrapy.core.params import params_of_signature
+    from neardup_scrapy.core.storage import ParameterMismatchError
 
     if spec.storage == "memory":
         raise IndexOptionError("--storage: give a kept index (disk, redis or redis-cluster) to export from")
