@@ -35,7 +35,7 @@ from .base import (
     pinned_keys,
     rank_candidates,
 )
-from .sqlite import summarize_clusters
+from .members import summarize_clusters
 from .unionfind import all_roots, find_root, origin_members
 
 

@@ -103,19 +103,19 @@ from .base import (
     rank_candidates,
 )
 from .lua_scripts import lua_script
-from .redis_store import (
-    _HEAD,
-    _STATUS_CHAR,
-    _UNIQUE_TAIL,
-    RedisStorage,
-    _bytes,
-    _roots,
-    _text,
+from .members import summarize_clusters
+from .redis_common import (
+    RECORD_HEAD,
+    STATUS_CHAR,
+    UNIQUE_TAIL,
     bucket_fields,
     pack_record,
+    record_roots,
+    redis_bytes,
+    reply_text,
     safe_url,
 )
-from .sqlite import summarize_clusters
+from .redis_store import RedisStorage
 from .unionfind import origin_members
 
 logger = logging.getLogger(__name__)
@@ -192,7 +192,7 @@ def spread_tags(prefix: str, count: int) -> list[str]:
     for k in range(count):
         low, high = k * SLOTS // count, (k + 1) * SLOTS // count
         j = 0
-        while not low <= key_slot(_bytes(f"{prefix}:g{k}:{j}")) < high:
+        while not low <= key_slot(redis_bytes(f"{prefix}:g{k}:{j}")) < high:
             j += 1
         out.append(f"{prefix}:g{k}:{j}")
     return out
@@ -313,8 +313,8 @@ class RedisClusterStorage(RedisStorage):
 
     def _init_index(self) -> None:
         stored_raw, limits, layout = self._eval("init", self._base, self._init_args, "open")
-        if _text(layout) != FORMAT:
-            raise ParameterMismatchError(self.where, {"layout": (_text(layout), FORMAT)})
+        if reply_text(layout) != FORMAT:
+            raise ParameterMismatchError(self.where, {"layout": (reply_text(layout), FORMAT)})
         self._load, self._maxval, self.groups = (int(v) for v in limits)
         self._group_bases = ["{" + tag + "}" for tag in spread_tags(self.prefix, self.groups)]
         self._check_parameters(stored_raw)
@@ -453,11 +453,11 @@ class RedisClusterStorage(RedisStorage):
             token.snapshot if token else (self._snapshot or 0),
             written,
             struct.pack("<ii", doc, given),
-            _bytes(commit.host),
-            _STATUS_CHAR[
+            redis_bytes(commit.host),
+            STATUS_CHAR[
                 commit.status if commit.status == "revisit" else "skipped" if skipped else commit.status
             ],
-            _bytes(commit.canonical_host or ""),
+            redis_bytes(commit.canonical_host or ""),
             int(commit.nbytes),
             unions,
             token.fields if token else b"",
@@ -487,7 +487,7 @@ class RedisClusterStorage(RedisStorage):
         old_root = int(reply[4]) if len(reply) > 4 else -1
         pages = self._apply_counts(bytes(reply[5]) if len(reply) > 5 else b"", commit.host)
         if old_root >= 0:  # promoted on {P}: now the records' heads
-            self._set_tails({doc: _UNIQUE_TAIL, old_root: payload[4:8]})
+            self._set_tails({doc: UNIQUE_TAIL, old_root: payload[4:8]})
         result = self._commit_result(reply)
         return CommitResult(doc_id=result.doc_id, host_pages=pages, promoted=old_root >= 0)
 
@@ -511,7 +511,7 @@ class RedisClusterStorage(RedisStorage):
             (n,) = struct.unpack_from("<d", packed, at + 2 + nb)
             at += 10 + nb
             by_group.setdefault(self._host_group(a), []).extend((kind, a, b, int(n)))
-        want = _bytes(host) if host else b""
+        want = redis_bytes(host) if host else b""
         if want:
             by_group.setdefault(self._host_group(want), [])
         if by_group:
@@ -737,7 +737,7 @@ class RedisClusterStorage(RedisStorage):
 
         def fill(pipe: Any) -> None:
             for host in hosts:
-                name = _bytes(host)
+                name = redis_bytes(host)
                 base = self._group_bases[self._host_group(name)]
                 pipe.hgetall(f"{base}:sh:".encode() + name)
                 pipe.hgetall(f"{base}:cn:".encode() + name)
@@ -774,7 +774,7 @@ class RedisClusterStorage(RedisStorage):
         one read of the page table, then :meth:`promote` for the pages chosen."""
         names = sorted(set(origins) | set(origins.values()))
         raw = self._call(
-            lambda: self._client.hmget(f"{self._base}:hk", [_bytes(h) for h in names]), "promote"
+            lambda: self._client.hmget(f"{self._base}:hk", [redis_bytes(h) for h in names]), "promote"
         )
         code = {h: int(c) for h, c in zip(names, raw, strict=True) if c is not None}
         wanted = {code[m]: code[o] for m, o in origins.items() if m in code and o in code}
@@ -783,7 +783,7 @@ class RedisClusterStorage(RedisStorage):
         ids, parents, hosts = self._page_table_hosts()
         if not len(ids):
             return 0
-        chosen = origin_members(_roots(ids, parents), hosts, wanted, ids)
+        chosen = origin_members(record_roots(ids, parents), hosts, wanted, ids)
         return sum(self._promote(chosen[start : start + 1000]) for start in range(0, len(chosen), 1000))
 
     def _promote(self, docs: list[int]) -> int:
@@ -793,7 +793,7 @@ class RedisClusterStorage(RedisStorage):
         args: list[Any] = [self._base]
         for doc, head in zip(docs, heads, strict=True):
             if len(head) >= 16:
-                args += [doc, _HEAD.unpack(bytes(head))[1]]
+                args += [doc, RECORD_HEAD.unpack(bytes(head))[1]]
         if len(args) == 1:
             return 0
         tails = {doc: bytes(head)[4:8] for doc, head in zip(docs, heads, strict=True) if len(head) >= 16}
@@ -802,7 +802,7 @@ class RedisClusterStorage(RedisStorage):
         changed = [(int(pairs[k]), int(pairs[k + 1])) for k in range(0, len(pairs), 2)]
         new_tails: dict[int, bytes] = {}
         for doc, root in changed:
-            new_tails[doc] = _UNIQUE_TAIL
+            new_tails[doc] = UNIQUE_TAIL
             new_tails[root] = tails[doc]
         self._set_tails(new_tails)
         return len(changed)
@@ -835,14 +835,14 @@ class RedisClusterStorage(RedisStorage):
             return {}, []
         heads = self._heads(ids.tolist())
         keep = [k for k, h in enumerate(heads) if len(h) >= 16]  # expired records left out
-        unpacked = [_HEAD.unpack(bytes(heads[k])) for k in keep]
+        unpacked = [RECORD_HEAD.unpack(bytes(heads[k])) for k in keep]
         if self.ttl is not None and math.isfinite(self.ttl):
             # records past the ttl wait for their hash to expire: left out as if gone
             since = time.time() - self.ttl
             alive = [k for k, u in enumerate(unpacked) if u[4] >= since]
             keep, unpacked = [keep[k] for k in alive], [unpacked[k] for k in alive]
         kept_ids = ids[keep]
-        roots = _roots(kept_ids, parents[keep])
+        roots = record_roots(kept_ids, parents[keep])
         return summarize_clusters(
             roots,
             ids=kept_ids,

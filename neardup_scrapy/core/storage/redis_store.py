@@ -85,20 +85,17 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from neardup_scrapy.core.hashing import mix64
 from neardup_scrapy.core.minhash import STORED_DTYPE
 from neardup_scrapy.core.mirrors import MirrorEvidence, Rows, read_evidence
-from neardup_scrapy.core.urls import redact_connection_url, scrub
+from neardup_scrapy.core.urls import scrub
 
 from .base import (
     BUCKET_CAP,
     MAX_CANDIDATES,
-    STATUS_CODES,
     STATUS_NAMES,
     Commit,
     CommitResult,
     DocBatch,
-    DocRecord,
     HostCounts,
     I64Array,
     ParameterMismatchError,
@@ -109,9 +106,21 @@ from .base import (
     rank_candidates,
 )
 from .lua_scripts import lua_script
+from .members import summarize_clusters
+from .redis_common import (
+    RECORD_HEAD,
+    STATUS_CHAR,
+    UNIQUE_TAIL,
+    bucket_fields,
+    pack_record,
+    record_roots,
+    redis_bytes,
+    reply_text,
+    safe_url,
+    unpack_tail,
+)
 from .retry import RetryPolicy, call_with_retry
-from .sqlite import summarize_clusters
-from .unionfind import all_roots, origin_members
+from .unionfind import origin_members
 
 logger = logging.getLogger(__name__)
 
@@ -122,9 +131,7 @@ DEFAULT_URL = "redis://127.0.0.1:6379/0"
 #: each probe that fails doubles the spell, up to the store's ``cooldown``.
 FIRST_PROBE = 0.5
 FORMAT = "neardup-redis/2"
-_HEAD = struct.Struct("<iBbed")  # parent, status, hamming, similarity (f16), added
 _NONE4 = b"\xff\xff\xff\xff"
-_STATUS_CHAR = {"unique": "u", "exact": "e", "near": "n", "skipped": "s", "revisit": "r"}
 _COUNTER_CHAR = {
     "p": "pages",
     "u": "unique",
@@ -135,10 +142,6 @@ _COUNTER_CHAR = {
     "d": "duplicate_bytes",
     "r": "revisits",
 }
-#: Bytes 4..7 of a record's head for a page that represents its cluster: status ``unique``,
-#: Hamming ``-1``, similarity NaN.
-_UNIQUE_TAIL = _HEAD.pack(0, STATUS_CODES["unique"], -1, math.nan, 0.0)[4:8]
-
 # The scripts (``lua/*.lua``, see :mod:`.lua_scripts`) by name, each with the parts it is made of.
 # ``server_apply`` is the commit shared by ``commit`` and ``lookup_or_insert``; ``mirror`` needs
 # the hooks of ``server_common`` (``host_of``) and ``server_hosts`` (the per-cluster host tables).
@@ -154,93 +157,12 @@ _SCRIPT_PARTS: dict[str, tuple[str, ...]] = {
     "parents_hosts": ("shards", "server_common", "server_parents_hosts"),
 }
 _SCRIPTS = {
-    name: lua_script(parts, {"BUCKET_CAP": BUCKET_CAP, "UNIQUE_TAIL": _UNIQUE_TAIL})
+    name: lua_script(parts, {"BUCKET_CAP": BUCKET_CAP, "UNIQUE_TAIL": UNIQUE_TAIL})
     for name, parts in _SCRIPT_PARTS.items()
 }
 
 
-def safe_url(url: str) -> str:
-    """``url`` without its secrets (for messages and logs; see
-    :func:`~neardup_scrapy.core.urls.redact_connection_url`)."""
-    return redact_connection_url(url)
-
-
 _NO_IDS = np.empty(0, dtype="<u4")
-
-
-def bucket_fields(keys: U64Array) -> list[bytes]:
-    """6-byte shard fields of bucket keys: the top 48 bits of a 64-bit mix, big-endian."""
-    mixed = mix64(keys.astype(np.uint64)).astype(">u8").view(np.uint8).reshape(-1, 8)[:, :6]
-    raw = mixed.tobytes()
-    return [raw[i : i + 6] for i in range(0, len(raw), 6)]
-
-
-def pack_record(record: DocRecord) -> bytes:
-    """The packed record of a page (see the module docstring); parent ``-1`` means "itself"."""
-    host_bytes = record.host.encode("utf-8", "surrogatepass")[:65535]
-    head = _HEAD.pack(
-        record.parent if record.parent >= 0 else -1,
-        STATUS_CODES[record.status],
-        max(-128, min(127, int(record.hamming))),
-        float(record.similarity),
-        float(record.added or time.time()),
-    )
-    profile = bytes(record.profile)[:65535]
-    return b"".join(
-        (
-            head,
-            int(record.simhash & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little"),
-            bytes(record.digest).ljust(16, b"\0")[:16],
-            len(host_bytes).to_bytes(2, "little"),
-            host_bytes,
-            len(profile).to_bytes(2, "little"),
-            profile,
-            np.ascontiguousarray(record.signature, dtype=STORED_DTYPE).tobytes(),
-            _pack_url(record.url.encode("utf-8", "surrogatepass"), host_bytes),
-        )
-    )
-
-
-# Most urls repeat the record's host after their scheme; one byte stands for both. A record is a
-# string key of its own, and Redis rounds each value up to an allocator size class (256, 320 ...
-# bytes), so these 8 + len(host) bytes often decide the class.
-_URL_SCHEMES = (b"", b"https://", b"http://")  # by the first byte of a packed url
-
-
-def _pack_url(url: bytes, host: bytes) -> bytes:
-    for code in (1, 2):
-        head = _URL_SCHEMES[code] + host
-        if host and url.startswith(head):
-            return bytes((code,)) + url[len(head) :]
-    return b"\x00" + url if url[:1] < b"\x03" and url else url
-
-
-def _unpack_url(packed: bytes, host: bytes) -> bytes:
-    code = packed[0] if packed else 3
-    if code >= 3:  # records written before the prefix was packed (and most urls of other hosts)
-        return packed
-    return (_URL_SCHEMES[code] + host if code else b"") + packed[1:]
-
-
-def unpack_tail(rec: bytes, num_perm: int) -> tuple[str, bytes, bytes, str]:
-    """``(host, profile, signature bytes, url)`` of a packed record (after its 40-byte head).
-
-    Raises:
-        ValueError: the record is shorter than its lengths say, or its text is not UTF-8.
-    """
-    if len(rec) < 42:
-        raise ValueError(f"{len(rec)} bytes, shorter than a record head")
-    host_len = int.from_bytes(rec[40:42], "little")
-    at = 42 + host_len
-    profile_len = int.from_bytes(rec[at : at + 2], "little")
-    sig_at = at + 2 + profile_len
-    if len(rec) < sig_at + num_perm:
-        raise ValueError(f"{len(rec)} bytes, expected at least {sig_at + num_perm}")
-    host = rec[42:at].decode("utf-8", "surrogatepass")
-    profile = rec[at + 2 : sig_at]
-    signature = rec[sig_at : sig_at + num_perm]
-    url = _unpack_url(rec[sig_at + num_perm :], rec[42:at]).decode("utf-8", "surrogatepass")
-    return host, profile, signature, url
 
 
 class RedisStorage:
@@ -374,7 +296,7 @@ class RedisStorage:
         """Refuse an index whose stored parameters (``HGETALL`` of ``params``) differ from ours."""
         if stored_raw:
             pairs = zip(stored_raw[::2], stored_raw[1::2], strict=True)
-            stored = {_text(name): json.loads(_text(value)) for name, value in pairs}
+            stored = {reply_text(name): json.loads(reply_text(value)) for name, value in pairs}
             differences = compare_parameters(stored, self._wanted)
             if differences:
                 raise ParameterMismatchError(self.where, differences)
@@ -551,11 +473,11 @@ class RedisStorage:
             token,
             fields,
             payload,
-            _bytes(commit.host),  # any str, lone surrogates too (redis-py would refuse them)
-            _STATUS_CHAR[
+            redis_bytes(commit.host),  # any str, lone surrogates too (redis-py would refuse them)
+            STATUS_CHAR[
                 commit.status if commit.status == "revisit" else "skipped" if skipped else commit.status
             ],
-            _bytes(commit.canonical_host or ""),
+            redis_bytes(commit.canonical_host or ""),
             int(commit.nbytes),
             unions,
             ttl,
@@ -596,11 +518,11 @@ class RedisStorage:
                 if int(parent) != -2:
                     ids.append(first + k)
                     parents.append(int(parent))
-                    hosts.append(codes.get(_text(name), len(codes)))
+                    hosts.append(codes.get(reply_text(name), len(codes)))
         if not ids:
             return 0
         id_arr = np.array(ids, dtype=np.int64)
-        roots = _roots(id_arr, np.array(parents, dtype=np.int64))
+        roots = record_roots(id_arr, np.array(parents, dtype=np.int64))
         chosen = origin_members(
             roots, np.array(hosts, dtype=np.int64), {codes[m]: codes[o] for m, o in origins.items()}, id_arr
         )
@@ -626,7 +548,7 @@ class RedisStorage:
         documents: dict[str, int] = {}
         duplicated: dict[str, int] = {}
         for key, value in raw.items():
-            name = _text(key)
+            name = reply_text(key)
             kind, _, host = name.partition("|")
             if kind == "D":
                 documents[host] = int(value)
@@ -652,7 +574,7 @@ class RedisStorage:
             for k, host in enumerate(hosts):
                 for table, raw in ((shared, replies[2 * k]), (canonical, replies[2 * k + 1])):
                     if raw:
-                        table[host] = {_text(o): int(n) for o, n in raw.items()}
+                        table[host] = {reply_text(o): int(n) for o, n in raw.items()}
             return shared, canonical
 
         pages = {h: c.pages for h, c in counts.items()}
@@ -665,8 +587,8 @@ class RedisStorage:
         def read() -> list[Any]:
             pipe = client.pipeline(transaction=False)
             for host in hosts:
-                pipe.hgetall(_bytes(f"{self._base}:sh:{host}"))
-                pipe.hgetall(_bytes(f"{self._base}:cn:{host}"))
+                pipe.hgetall(redis_bytes(f"{self._base}:sh:{host}"))
+                pipe.hgetall(redis_bytes(f"{self._base}:cn:{host}"))
             return list(pipe.execute())
 
         return self._call(read, "mirror evidence")
@@ -687,7 +609,7 @@ class RedisStorage:
             for k, head in enumerate(heads):
                 if len(head) < 16:
                     continue  # expired
-                parent, st, ham, sim, _ = _HEAD.unpack(bytes(head))
+                parent, st, ham, sim, _ = RECORD_HEAD.unpack(bytes(head))
                 ids.append(first + k)
                 parents.append(parent)
                 status.append(st)
@@ -696,7 +618,7 @@ class RedisStorage:
         if not ids:
             return {}, []
         id_arr = np.array(ids, dtype=np.int64)
-        roots = _roots(id_arr, np.array(parents, dtype=np.int64))
+        roots = record_roots(id_arr, np.array(parents, dtype=np.int64))
         return summarize_clusters(
             roots,
             ids=id_arr,
@@ -850,7 +772,7 @@ class RedisStorage:
         for row, doc in enumerate(ids):
             rec, root = self._cache[doc]
             host, profile, signature, url = self._unpack_tail(rec, doc)  # checks the length first
-            _, status, _, _, added[row] = _HEAD.unpack_from(rec, 0)
+            _, status, _, _, added[row] = RECORD_HEAD.unpack_from(rec, 0)
             simhashes[row] = int.from_bytes(rec[16:24], "little")
             digests.append(rec[24:40])
             signatures[row] = np.frombuffer(signature, dtype=STORED_DTYPE, count=num_perm)
@@ -893,32 +815,6 @@ class RedisStorage:
                 host, _, _, url = self._unpack_tail(bytes(rec), -1)
                 out.append((url, host))
         return out
-
-
-def _roots(ids: I64Array, parents: I64Array) -> I64Array:
-    """Union-find roots of pages ``ids`` (sorted) given their parents; missing parents end a path.
-
-    A cycle is broken at its smallest id, like the Lua ``find``.
-    """
-    index = {int(d): k for k, d in enumerate(ids.tolist())}
-    pos = np.array([index.get(int(p), k) for k, p in enumerate(parents.tolist())], dtype=np.int64)
-    roots, _ = all_roots(pos)  # logs the cycles it breaks
-    return ids[roots]
-
-
-def _text(value: Any) -> str:
-    """A reply as text (lone surrogates kept; bytes that are not UTF-8 at all become U+FFFD)."""
-    if not isinstance(value, bytes):
-        return str(value)
-    try:
-        return value.decode("utf-8", "surrogatepass")
-    except UnicodeDecodeError:
-        return value.decode("utf-8", "replace")
-
-
-def _bytes(text: str) -> bytes:
-    """``text`` as UTF-8 bytes for Redis, lone surrogates included (round trip with :func:`_text`)."""
-    return text.encode("utf-8", "surrogatepass")
 
 
 __all__ = ["DEFAULT_URL", "STATUS_NAMES", "RedisStorage", "safe_url"]
