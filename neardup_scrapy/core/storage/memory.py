@@ -99,6 +99,15 @@ class MemoryStorage:
             self._buckets.lookup(keys[pinned], BUCKET_CAP), self._buckets.lookup(keys[~pinned], BUCKET_CAP)
         ), None
 
+    def fetch_candidates(self, ids: I64Array, chance: ChanceFilter) -> DocBatch | None:
+        """:meth:`fetch` of ``ids`` less the chance hits, dropped before fetching
+        (:meth:`drop_chance_hits`); ``None`` when none is left."""
+        ids = self.drop_chance_hits(ids, chance)
+        return self.fetch(ids) if len(ids) else None
+
+    def flush(self) -> None:
+        """Nothing to do: the store has no buffered writes."""
+
     def drop_chance_hits(self, ids: I64Array, chance: ChanceFilter) -> I64Array:
         """``ids`` without the pages that share only a SimHash block with the page by chance
         (:mod:`~neardup_scrapy.core.chance`), judged on the columns before anything is fetched."""

@@ -81,7 +81,7 @@ import struct
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -102,6 +102,7 @@ from .base import (
     StorageError,
     U64Array,
     compare_parameters,
+    fetch_without_chance_hits,
     pinned_keys,
     rank_candidates,
 )
@@ -121,6 +122,9 @@ from .redis_common import (
 )
 from .retry import RetryPolicy, call_with_retry
 from .unionfind import origin_members
+
+if TYPE_CHECKING:
+    from neardup_scrapy.core.chance import ChanceFilter
 
 logger = logging.getLogger(__name__)
 
@@ -395,6 +399,13 @@ class RedisStorage:
             return np.empty(0, dtype=np.int64), None, self._commit_result(answer[5])
         found, token = self._candidates(fields, answer, pinned_keys(keys).tolist())
         return found, token, None
+
+    def fetch_candidates(self, ids: I64Array, chance: ChanceFilter) -> DocBatch:
+        """:meth:`fetch` of ``ids`` less the chance hits (judged on the fetched records)."""
+        return fetch_without_chance_hits(self, ids, chance)
+
+    def flush(self) -> None:
+        """Nothing to do: every commit is applied when it is made."""
 
     def fetch(self, ids: I64Array) -> DocBatch:
         """Records of ``ids`` with their roots; from the lookup snapshot when it has them all."""

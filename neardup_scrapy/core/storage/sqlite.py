@@ -41,7 +41,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -63,11 +63,15 @@ from .base import (
     StorageError,
     U64Array,
     compare_parameters,
+    fetch_without_chance_hits,
     pinned_keys,
     rank_candidates,
 )
 from .members import summarize_clusters
 from .unionfind import all_roots, find_root, origin_members
+
+if TYPE_CHECKING:
+    from neardup_scrapy.core.chance import ChanceFilter
 
 logger = logging.getLogger(__name__)
 
@@ -393,6 +397,10 @@ class SQLiteStorage:
     def flush(self) -> None:
         """Commit the open batch now."""
         self._flush()
+
+    def fetch_candidates(self, ids: I64Array, chance: ChanceFilter) -> DocBatch:
+        """:meth:`fetch` of ``ids`` less the chance hits (judged on the fetched records)."""
+        return fetch_without_chance_hits(self, ids, chance)
 
     def __len__(self) -> int:
         return self._next
