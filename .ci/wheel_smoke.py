@@ -72,6 +72,11 @@ def check_installation() -> None:
     missing = [path for path in wanted if not package.joinpath(path).is_file()]
     if missing:
         fail(f"files missing from the installed package: {', '.join(missing)}")
+    try:  # the Redis stores' Lua scripts are package data, assembled at import
+        importlib.import_module("neardup_scrapy.core.storage.redis_store")
+        importlib.import_module("neardup_scrapy.core.storage.redis_cluster")
+    except (ImportError, OSError) as exc:
+        fail(f"the Redis stores' Lua scripts do not load: {exc}")
 
 
 def check_verdicts() -> None:

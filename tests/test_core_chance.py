@@ -20,6 +20,7 @@ from neardup_scrapy.core.chance import ChanceFilter
 from neardup_scrapy.core.minhash import stored_form
 from neardup_scrapy.core.native.chance import drop_far_rows_in_columns, far_rows
 from neardup_scrapy.core.sketch import resource_of
+from neardup_scrapy.core.storage.base import fetch_without_chance_hits
 from neardup_scrapy.core.storage.sqlite import SQLiteStorage
 
 BANDS, ROWS, DISTANCE = 32, 4, 3
@@ -215,4 +216,9 @@ def test_the_memory_store_drops_the_rows_the_batch_rule_drops(url: str, others: 
     dropped = chance.chance_rows(batch.signatures, batch.simhashes, batch.urls)
     expected = [i for i in range(len(others)) if i not in dropped]
     assert det.storage.drop_chance_hits(ids, chance).tolist() == expected
+    # fetch_candidates: the store's own (drop, then fetch) and the plain one of IndexStorage
+    # (fetch, then drop) give the same records
+    own = det.storage.fetch_candidates(ids, chance)
+    plain = fetch_without_chance_hits(det.storage, ids, chance)
+    assert (own.urls if own is not None else []) == plain.urls == [batch.urls[i] for i in expected]
     det.close()

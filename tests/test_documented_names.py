@@ -225,6 +225,8 @@ STORE_METHODS = [
     "save_url_rules",
     "url_rules",
     "lookup_or_insert",
+    "fetch_candidates",
+    "flush",
 ]
 
 
@@ -356,7 +358,7 @@ def test_store_protocol_methods_exist() -> None:
     from neardup_scrapy.core.storage.memory import MemoryStorage
 
     for method in STORE_METHODS:
-        assert hasattr(IndexStorage, method) or hasattr(MemoryStorage, method), method
+        assert hasattr(IndexStorage, method) and hasattr(MemoryStorage, method), method
 
 
 def test_the_checks_tell_a_missing_name() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -621,7 +622,8 @@ def test_detector_verdicts_same_with_and_without_lookup_or_insert(
     else:
         url, prefix = request.getfixturevalue("redis_cluster_url")
         without = RedisClusterStorage(url, prefix=f"{prefix}-other")
-    without.lookup_or_insert = None  # the detector falls back to lookup/fetch/commit
+    # the plain lookup_or_insert of IndexStorage (a custom store's): lookup, fetch, commit
+    without.lookup_or_insert = types.MethodType(IndexStorage.lookup_or_insert, without)
     assert _explained(without, pages) == with_it
     reasons = [v["reason"] for v in with_it]
     assert reasons[0] == "no candidate in the index"

@@ -154,6 +154,31 @@ class NotAStore:
         pass
 
 
+class PlainStore(IndexStorage):
+    """A custom store that subclasses the protocol and implements only what the docs require
+    (here by handing each call to a memory store): it inherits the plain optional calls."""
+
+    def __init__(self) -> None:
+        self.inner = MemoryStorage()
+
+
+for _name in (
+    "open", "close", "lookup", "fetch", "commit", "promote", "promote_origins", "__len__",
+    "host_counts", "mirror_evidence", "clusters", "memory_bytes", "save_url_rules", "url_rules",
+):  # fmt: skip
+    setattr(PlainStore, _name, lambda self, *a, _n=_name, **k: getattr(self.inner, _n)(*a, **k))
+
+
+def test_a_custom_store_inherits_the_plain_calls() -> None:
+    det = NearDupDetector(storage=PlainStore())
+    text = " ".join(f"word{i} other{i % 7}" for i in range(200))
+    assert det.check("https://a.example/1", text=text).status == "unique"
+    assert det.check("https://b.example/1", text=text).status == "exact"
+    assert len(det.storage) == 2
+    det.storage.flush()
+    det.close()
+
+
 def test_open_storage_kinds(tmp_path: Path) -> None:
     assert isinstance(open_storage("memory"), MemoryStorage)
     disk = open_storage("disk", path=str(tmp_path / "x.sqlite"), ttl=5)

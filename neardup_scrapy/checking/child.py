@@ -102,10 +102,9 @@ def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
             break
         if message is _IDLE:
             unflushed = False
-            flush = getattr(detector.storage, "flush", None) if detector is not None else None
-            if flush is not None:
+            if detector is not None:
                 try:
-                    flush()
+                    detector.storage.flush()
                 except Exception as exc:
                     logger.warning("cannot commit the index: %s", exc)
             continue

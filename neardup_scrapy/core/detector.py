@@ -53,7 +53,6 @@ from .storage.base import (
     DocBatch,
     DocRecord,
     IndexStorage,
-    LookupOrInsert,
     StorageError,
 )
 from .storage.memory import MemoryStorage
@@ -455,15 +454,9 @@ class NearDupDetector:
         if not len(ids):
             return None
         chance = self._chance_filter(url, sketch)
-        narrow: Callable[..., Any] | None = getattr(self.storage, "drop_chance_hits", None)
         if chance is None:
             return self.storage.fetch(ids)
-        if narrow is not None:
-            ids = narrow(ids, chance)
-            return self.storage.fetch(ids) if len(ids) else None
-        batch = self.storage.fetch(ids)
-        dropped = set(chance.chance_rows(batch.signatures, batch.simhashes, batch.urls))
-        return batch.rows([i for i in range(len(batch)) if i not in dropped]) if dropped else batch
+        return self.storage.fetch_candidates(ids, chance)
 
     def _check_sketch(
         self, url: str, host: str, sketch: Sketch, raw: str, nbytes: int, *, canonical: str = ""
@@ -473,17 +466,13 @@ class NearDupDetector:
             self._canonical_keys = 1 + sketch.bands + sketch.simhash_tables < CANONICAL_TABLE
         keys = self._keys(url, sketch)
         exact_only = sketch.tokens < self.params.min_tokens
-        lookup_or_insert: LookupOrInsert | None = getattr(self.storage, "lookup_or_insert", None)
         for _attempt in range(_MAX_COMMIT_ATTEMPTS):
-            if lookup_or_insert is not None:
-                # A page without candidate is unique: the store commits it in the lookup's step.
-                match = self._no_candidate(exact_only)
-                provisional = self._commit_for(url, host, sketch, match, None, nbytes, keys, address)
-                ids, token, result = lookup_or_insert(keys, provisional)
-                if result is not None:
-                    break
-            else:
-                ids, token = self.storage.lookup(keys)
+            # A page without candidate is unique: the store commits it in the lookup's step.
+            match = self._no_candidate(exact_only)
+            provisional = self._commit_for(url, host, sketch, match, None, nbytes, keys, address)
+            ids, token, result = self.storage.lookup_or_insert(keys, provisional)
+            if result is not None:
+                break
             match = self._decide(url, sketch, self._candidates(ids, url, sketch), exact_only)
             if match.status == "revisit":
                 self.storage.commit(

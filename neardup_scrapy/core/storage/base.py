@@ -17,9 +17,11 @@ Two more calls keep a cluster's representative the original (see :meth:`IndexSto
 a page that copies came before (their canonical address, or a page of a mirror's origin host)
 becomes its cluster's representative, and the page it replaces counts as the duplicate.
 
-A store may also offer the optional :meth:`IndexStorage.lookup_or_insert` (the detector looks it
-up with ``getattr``): steps 1 and 3 in one atomic call for the common page that has no candidate
-at all, so a server-backed store answers it in one round trip instead of two.
+:meth:`IndexStorage.lookup_or_insert` does steps 1 and 3 in one atomic call for the common page
+that has no candidate at all, so a server-backed store answers it in one round trip instead of
+two; :meth:`IndexStorage.fetch_candidates` is step 2 less the hits that share only a SimHash block
+with the page by chance; :meth:`IndexStorage.flush` commits a store's buffered writes. A custom
+store that subclasses :class:`IndexStorage` inherits plain versions of these three.
 
 Keys are ``uint64``: the top 8 bits name the table (0 = exact digests, 1..b = MinHash bands,
 b+1.. = SimHash permuted blocks), the other 56 bits the bucket.
@@ -29,13 +31,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
 from neardup_scrapy.core.minhash import Stored
 from neardup_scrapy.core.mirrors import MirrorEvidence
+
+if TYPE_CHECKING:
+    from neardup_scrapy.core.chance import ChanceFilter
 
 U64Array = npt.NDArray[np.uint64]
 I64Array = npt.NDArray[np.int64]
@@ -275,19 +280,9 @@ LookupOrInsert = Callable[[U64Array, Commit], tuple[I64Array, object, "CommitRes
 class IndexStorage(Protocol):
     """What the detector needs from a store. See the module docstring for the protocol.
 
-    Optional method (not part of the runtime-checkable protocol; the detector uses it when
-    ``getattr(store, "lookup_or_insert", None)`` finds it, and falls back to ``lookup`` otherwise):
-
-    ``lookup_or_insert(keys, provisional: Commit) -> tuple[I64Array, object, CommitResult | None]``
-        Look up the buckets of ``keys``. If they hold no page at all (no candidate, pages a
-        store has already forgotten through expiry excepted), apply ``provisional`` -- the
-        page's commit as a ``"unique"`` page with ``parent=-1`` -- atomically in the same step
-        (ignoring its token) and return ``(empty ids, token, result)``, ``result`` being that
-        commit's :class:`CommitResult`. Otherwise change nothing and return
-        ``(ids, token, None)`` exactly as :meth:`lookup` would; the detector then fetches,
-        decides and commits as usual. Implementations must keep a commit's guarantees:
-        atomic with the lookup, and idempotent under the store's own retries. The
-        :data:`LookupOrInsert` alias types the bound method.
+    ``lookup_or_insert``, ``fetch_candidates`` and ``flush`` have plain versions here (a lookup,
+    a fetch filtered after the fact, nothing), which a custom store inherits by subclassing
+    this class; the built-in stores implement their own.
     """
 
     def open(self, signature: Mapping[str, Any]) -> None:
@@ -307,6 +302,32 @@ class IndexStorage(Protocol):
 
     def fetch(self, ids: I64Array) -> DocBatch:
         """Records of the pages ``ids``, with their cluster roots."""
+
+    def fetch_candidates(self, ids: I64Array, chance: ChanceFilter) -> DocBatch | None:
+        """Records of the lookup's hits ``ids`` less the pages that share only a SimHash block
+        with the page by chance (:mod:`~neardup_scrapy.core.chance`); ``None`` when a store
+        that drops them before fetching drops them all."""
+        return fetch_without_chance_hits(self, ids, chance)
+
+    def lookup_or_insert(
+        self, keys: U64Array, provisional: Commit
+    ) -> tuple[I64Array, object, CommitResult | None]:
+        """Look up the buckets of ``keys``; if they hold no page at all, apply ``provisional``.
+
+        ``provisional`` is the page's commit as a ``"unique"`` page with ``parent=-1``. If no
+        bucket holds a page (pages a store has already forgotten through expiry excepted),
+        apply it atomically in the same step (ignoring its token) and return
+        ``(empty ids, token, result)``, ``result`` being that commit's :class:`CommitResult`.
+        Otherwise change nothing and return ``(ids, token, None)`` exactly as :meth:`lookup`
+        would; the detector then fetches, decides and commits as usual. Implementations keep a
+        commit's guarantees: atomic with the lookup, idempotent under the store's own retries.
+        This plain version only looks up (the detector then commits as usual).
+        """
+        ids, token = self.lookup(keys)
+        return ids, token, None
+
+    def flush(self) -> None:
+        """Commit buffered writes now (a store that writes through has nothing to do)."""
 
     def commit(self, commit: Commit) -> CommitResult | None:
         """Apply ``commit`` atomically; ``None`` if a bucket changed since its token was taken."""
@@ -370,3 +391,11 @@ class IndexStorage(Protocol):
 
     def url_rules(self) -> dict[str, bytes]:
         """Every writer's state saved by :meth:`save_url_rules`."""
+
+
+def fetch_without_chance_hits(store: IndexStorage, ids: I64Array, chance: ChanceFilter) -> DocBatch:
+    """:meth:`IndexStorage.fetch_candidates` for a store that cannot judge pages before fetching
+    them: fetch ``ids``, then drop the chance hits from the batch."""
+    batch = store.fetch(ids)
+    dropped = set(chance.chance_rows(batch.signatures, batch.simhashes, batch.urls))
+    return batch.rows([i for i in range(len(batch)) if i not in dropped]) if dropped else batch

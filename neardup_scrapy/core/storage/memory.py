@@ -35,7 +35,7 @@ from .base import (
     pinned_keys,
     rank_candidates,
 )
-from .sqlite import summarize_clusters
+from .members import summarize_clusters
 from .unionfind import all_roots, find_root, origin_members
 
 
@@ -98,6 +98,15 @@ class MemoryStorage:
         return rank_candidates(
             self._buckets.lookup(keys[pinned], BUCKET_CAP), self._buckets.lookup(keys[~pinned], BUCKET_CAP)
         ), None
+
+    def fetch_candidates(self, ids: I64Array, chance: ChanceFilter) -> DocBatch | None:
+        """:meth:`fetch` of ``ids`` less the chance hits, dropped before fetching
+        (:meth:`drop_chance_hits`); ``None`` when none is left."""
+        ids = self.drop_chance_hits(ids, chance)
+        return self.fetch(ids) if len(ids) else None
+
+    def flush(self) -> None:
+        """Nothing to do: the store has no buffered writes."""
 
     def drop_chance_hits(self, ids: I64Array, chance: ChanceFilter) -> I64Array:
         """``ids`` without the pages that share only a SimHash block with the page by chance

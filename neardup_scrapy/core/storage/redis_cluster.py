@@ -102,21 +102,20 @@ from .base import (
     pinned_keys,
     rank_candidates,
 )
-from .redis_store import (
-    _HEAD,
-    _LUA_MIRROR,
-    _LUA_SHARDS,
-    _STATUS_CHAR,
-    _UNIQUE_TAIL,
-    RedisStorage,
-    _bytes,
-    _roots,
-    _text,
+from .lua_scripts import lua_script
+from .members import summarize_clusters
+from .redis_common import (
+    RECORD_HEAD,
+    STATUS_CHAR,
+    UNIQUE_TAIL,
     bucket_fields,
     pack_record,
+    record_roots,
+    redis_bytes,
+    reply_text,
     safe_url,
 )
-from .sqlite import summarize_clusters
+from .redis_store import RedisStorage
 from .unionfind import origin_members
 
 logger = logging.getLogger(__name__)
@@ -140,441 +139,27 @@ RECORD_STRIDE = 159
 #: Most bucket groups an index may have (each then owns a range of 4 slots).
 MAX_GROUPS = 4096
 
-# KEYS[1] group meta; ARGV: 1 group base, 2.. fields -> per field its first BUCKET_CAP ids
-_LUA_GROUP_READ = (
-    _LUA_SHARDS
-    + r"""
-local B = ARGV[1]
-local m = redis.call('HMGET', KEYS[1], 'L', 'p')
-local L, sp = tonumber(m[1] or '0'), tonumber(m[2] or '0')
-local out = {}
-for i = 2, #ARGV do
-  local f = ARGV[i]
-  local v = redis.call('HGET', B .. ':s:' .. address(f, L, sp), f)
-  if v == false then v = '' elseif v == '' then v = redis.call('GETRANGE', B .. ':o:' .. f, 0, """
-    + str(4 * BUCKET_CAP - 1)
-    + r""") end
-  out[#out + 1] = string.sub(v, 1, """
-    + str(4 * BUCKET_CAP)
-    + r""")
-end
-return out
-"""
-)
-
-# KEYS[1] group meta; ARGV: 1 group base, 2 load, 3 maxval, 4 packed u32 id, 5.. fields -> bucket count.
-# Idempotent under retry: an id already last in a bucket is not appended again.
-_LUA_GROUP_ADD = (
-    _LUA_SHARDS
-    + r"""
-local B, M = ARGV[1], KEYS[1]
-local m = redis.call('HMGET', M, 'L', 'p')
-local L, sp = tonumber(m[1] or '0'), tonumber(m[2] or '0')
-local load, maxval, packed = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
-local new_fields = 0
-for i = 5, #ARGV do
-  local f = ARGV[i]
-  local sk = B .. ':s:' .. address(f, L, sp)
-  local v = redis.call('HGET', sk, f)
-  if v == false then
-    redis.call('HSET', sk, f, packed)
-    new_fields = new_fields + 1
-  elseif v == '' then
-    local okey = B .. ':o:' .. f
-    if redis.call('GETRANGE', okey, -4, -1) ~= packed then redis.call('APPEND', okey, packed) end
-  elseif string.sub(v, -4) ~= packed then
-    if #v + 4 > maxval then
-      redis.call('SET', B .. ':o:' .. f, v .. packed)
-      redis.call('HSET', sk, f, '')
-    else
-      redis.call('HSET', sk, f, v .. packed)
-    end
-  end
-end
-local n = redis.call('HINCRBY', M, 'n', new_fields)
-split(B .. ':s:', M, L, sp, n, load)
-return n
-"""
-)
-
-# The page table and host codes, on {P} (P is the hash-tagged base).
-_LUA_TABLE = (
-    r"""
-local P = ARGV[1]
-local M = P .. ':m'
--- the page table, in chunks of 2^20 pages (8 MB; a Redis string holds at most 512 MB)
-local function entry(id)
-  return P .. ':t:' .. math.floor(id / 1048576), 8 * (id % 1048576)
-end
-local function parent_of(id)
-  if id < 0 then return nil end
-  local key, at = entry(id)
-  local s = redis.call('GETRANGE', key, at, at + 3)
-  if #s < 4 then return nil end
-  local v = struct.unpack('<I4', s)
-  if v == 0 then return nil end
-  return v - 1
-end
--- cluster root of a committed page, -1 for a page not committed
-local function find(id)
-  local p = parent_of(id)
-  if p == nil then return -1 end
-  local hops = 0
-  while p ~= id and hops < 100000 do
-    local q = parent_of(p)
-    if q == nil then return p end
-    id, p = p, q
-    hops = hops + 1
-  end
-  return id
-end
-local function root_of(id) return find(id) end
-local function host_of(id)
-  local key, at = entry(id)
-  local s = redis.call('GETRANGE', key, at + 4, at + 7)
-  if #s < 4 then return nil end
-  local code = struct.unpack('<I4', s)
-  if code == 0 then return nil end
-  local h = redis.call('HGET', P .. ':hv', code - 1)
-  if h == false then return nil end
-  return h
-end
--- the code of a host (0, 1, ...), given one when it has none
-local function code_of(host)
-  local code = tonumber(redis.call('HGET', P .. ':hk', host) or '-1')
-  if code < 0 then
-    code = redis.call('HINCRBY', M, 'hosts', 1) - 1
-    redis.call('HSET', P .. ':hk', host, code)
-    redis.call('HSET', P .. ':hv', code, host)
-  end
-  return code
-end
--- The host table of each cluster of several pages (host -> pages, see _LUA_MIRROR), packed: field
--- <root> of hash P:ch:<root // CH_SPAN>, value u32 host code and u32 pages per host. A hash of its
--- own per cluster cost ~100 bytes of key overhead each, on this one slot; a field of a listpack ~20.
-local CH_SPAN = """
-    + str(CH_SPAN)
-    + r"""
-local function ch_key(root) return P .. ':ch:' .. math.floor(root / CH_SPAN) end
-local function hosts_load(root)
-  local v = redis.call('HGET', ch_key(root), root)
-  if not v then return nil end
-  local t = {}
-  for j = 1, #v - 7, 8 do
-    local code, n = struct.unpack('<I4I4', v, j)
-    local h = redis.call('HGET', P .. ':hv', code)
-    if h then t[h] = n end
-  end
-  return t
-end
-local function hosts_save(root, flat)
-  if #flat == 0 then
-    redis.call('HDEL', ch_key(root), root)
-    return
-  end
-  local parts = {}
-  for k = 1, #flat, 2 do parts[#parts + 1] = struct.pack('<I4I4', code_of(flat[k]), flat[k + 1]) end
-  redis.call('HSET', ch_key(root), root, table.concat(parts))
-end
-local function hosts_move(from, to)
-  local v = redis.call('HGET', ch_key(from), from)
-  if v then
-    redis.call('HDEL', ch_key(from), from)
-    redis.call('HSET', ch_key(to), to, v)
-  end
-end
--- The counters of the single-server store (P:hc, P:sh:<a>, P:cn:<a>) are not kept here: each
--- change becomes a delta (kind h/s/c, host a, field b, n) that the script returns and the client
--- applies on host a's group slot (_LUA_COUNTS). Packed: kind, u16 #a, a, u16 #b, b, f64 n.
-local DELTAS = {}
-local function delta(kind, a, b, n)
-  DELTAS[#DELTAS + 1] = kind .. struct.pack('<I2', #a) .. a .. struct.pack('<I2', #b) .. b
-    .. struct.pack('<d', n)
-end
-local function bump(key, field, n)
-  if n == 0 then return end
-  local rest = string.sub(key, #P + 2)
-  if rest == 'hc' then
-    delta('h', string.sub(field, 3), string.sub(field, 1, 1), n)
-  else
-    delta(string.sub(rest, 1, 1), string.sub(rest, 4), field, n)
-  end
-end
-"""
-)
-
-# ARGV: P, format, load, maxval, groups, name, json, ... -> {stored params (flat), {load, maxval, groups}}
-_LUA_INIT = r"""
-local P = ARGV[1]
-local M = P .. ':m'
-local stored = {}
-if redis.call('EXISTS', P .. ':params') == 1 then
-  stored = redis.call('HGETALL', P .. ':params')
-else
-  for i = 6, #ARGV - 1, 2 do redis.call('HSET', P .. ':params', ARGV[i], ARGV[i + 1]) end
-end
-if redis.call('EXISTS', M) == 0 then
-  redis.call('HSET', M, 'format', ARGV[2], 'next', 0, 'seq', 0, 'count', 0, 'load', ARGV[3],
-    'maxval', ARGV[4], 'groups', ARGV[5], 'hosts', 0)
-end
-return {stored, redis.call('HMGET', M, 'load', 'maxval', 'groups'), redis.call('HGET', M, 'format')}
-"""
-
-# KEYS[1] a hash of records; ARGV: fields -> the first 16 bytes (the head) of each record, or ""
-_LUA_HEADS = r"""
-local out = {}
-for i = 1, #ARGV do
-  local rec = redis.call('HGET', KEYS[1], ARGV[i])
-  out[i] = rec and string.sub(rec, 1, 16) or ''
-end
-return out
-"""
-
-# ARGV: P, alloc (0/1), first id (when the index must be created again) -> {seq, id or -1, time s, time us}
-_LUA_BEGIN = r"""
-local P = ARGV[1]
-local M = P .. ':m'
-if redis.call('EXISTS', M) == 0 then return redis.error_reply('NEARDUP_NOINDEX') end
-local id = -1
-if ARGV[2] == '1' then id = redis.call('HINCRBY', M, 'next', 1) - 1 end
-local t = redis.call('TIME')
-return {tonumber(redis.call('HGET', M, 'seq')), id, tonumber(t[1]), tonumber(t[2])}
-"""
-
-# ARGV: P, id -> 1 when the id was the last one handed out and is given back
-_LUA_RELEASE = r"""
-local M = ARGV[1] .. ':m'
-if tonumber(redis.call('HGET', M, 'next') or '-1') == tonumber(ARGV[2]) + 1 then
-  redis.call('HSET', M, 'next', ARGV[2])
-  return 1
-end
-return 0
-"""
-
-# ARGV: P, id... -> per id its cluster root, -1 when not committed
-_LUA_STATUS = (
-    _LUA_TABLE
-    + r"""
-local out = {}
-for i = 2, #ARGV do out[#out + 1] = find(tonumber(ARGV[i])) end
-return out
-"""
-)
-
-# ARGV: P, first, count -> the page table's bytes for ids first .. first + count - 1 (one chunk)
-_LUA_TABLE_RANGE = r"""
-local first, count = tonumber(ARGV[2]), tonumber(ARGV[3])
-local at = 8 * (first % 1048576)
-return redis.call('GETRANGE', ARGV[1] .. ':t:' .. math.floor(first / 1048576), at, at + 8 * count - 1)
-"""
-
-# A page becomes its cluster's representative (IndexStorage.promote), on {P}: the page table's
-# parents, the hosts' counters (``st``: the page's status char) and the cluster's evidence key.
-# Returns the old root (-1: nothing changed). The records' heads (other slots) are swapped after,
-# by _LUA_SET_TAIL.
-_LUA_PROMOTE_IN_TABLE = r"""
-local function promote_in_table(doc, st)
-  local root = find(doc)
-  if root < 0 or root == doc then return -1 end
-  local dkey, dat = entry(doc)
-  local rkey, rat = entry(root)
-  redis.call('SETRANGE', dkey, dat, struct.pack('<I4', doc + 1))
-  redis.call('SETRANGE', rkey, rat, struct.pack('<I4', doc + 1))
-  if st ~= 'u' then
-    local hd, hr = host_of(doc), host_of(root)
-    bump(P .. ':hc', st .. '|' .. hd, -1)
-    bump(P .. ':hc', 'u|' .. hd, 1)
-    bump(P .. ':hc', 'u|' .. hr, -1)
-    bump(P .. ':hc', st .. '|' .. hr, 1)
-  end
-  hosts_move(root, doc)
-  return root
-end
-"""
-
-# ARGV: 1 P, 2 snapshot, 3 written fields (6 bytes each), 4 '<i4i4' doc and given parent, 5 host,
-#   6 status char, 7 canonical host, 8 nbytes, 9 unions, 10 looked-up fields, 11 client, 12 client seq,
-#   13 deadline, 14 seen ids (u32 each), 15 log size, 16 hand out a next id (0/1), 17 the ids (u32
-#   each) under the field of Commit.named_key, read while the page was written
-# -> {doc, host pages, seq, next id, old root}; doc -2 on conflict; error NEARDUP_LATE past the
-#   deadline; old root >= 0 when a page of the cluster named the page's address canonical and it
-#   became the representative (its record and the old root's are swapped by _LUA_SET_TAIL after)
-_LUA_COMMIT = (
-    _LUA_TABLE
-    + _LUA_MIRROR
-    + _LUA_PROMOTE_IN_TABLE
-    + r"""
-if redis.replicate_commands then redis.replicate_commands() end
-if redis.call('EXISTS', M) == 0 then return redis.error_reply('NEARDUP_NOINDEX') end
-local LOG = P .. ':log'
-local function next_id()
-  if ARGV[16] == '1' then return redis.call('HINCRBY', M, 'next', 1) - 1 end
-  return -1
-end
-local OLD_ROOT = -1
-local function reply(doc)
-  return {doc, 0, tonumber(redis.call('HGET', M, 'seq')), next_id(), OLD_ROOT, table.concat(DELTAS)}
-end
--- the commit's doc id and its counter deltas, for a retry of the same commit
-local function remember(doc)
-  if ARGV[11] ~= '' then
-    local done = ARGV[12] .. ':' .. doc .. ':' .. table.concat(DELTAS)
-    redis.call('SET', P .. ':n:' .. ARGV[11], done, 'EX', 3600)
-  end
-end
-local done = replayed()
-if done then
-  local prev = redis.call('GET', P .. ':n:' .. ARGV[11])
-  local at = string.find(prev, ':', string.find(prev, ':', 1, true) + 1, true)
-  DELTAS = {string.sub(prev, at + 1)}
-  return reply(done)
-end
-local host, status = ARGV[5], ARGV[6]
-if status == 's' or status == 'r' then
-  if late() then return redis.error_reply('NEARDUP_LATE') end
-  bump(HC, status .. '|' .. host, 1)
-  remember(-1)
-  return reply(-1)
-end
-local doc, given = struct.unpack('<i4i4', ARGV[4])
-local cur, snap = tonumber(redis.call('HGET', M, 'seq')), tonumber(ARGV[2])
-if cur > snap then
-  local looked, seen = {}, {}
-  local lf, si = ARGV[10], ARGV[14]
-  for j = 1, #lf - 5, 6 do looked[string.sub(lf, j, j + 3)] = true end
-  for j = 1, #si - 3, 4 do seen[struct.unpack('<I4', si, j)] = true end
-  if cur - snap > redis.call('LLEN', LOG) then return {-2, 0, cur, next_id()} end
-  for _, e in ipairs(redis.call('LRANGE', LOG, snap - cur, -1)) do
-    local _, other = struct.unpack('<I4I4', e)
-    if not seen[other] then
-      for j = 9, #e - 3, 4 do
-        if looked[string.sub(e, j, j + 3)] then return {-2, 0, cur, next_id()} end
-      end
-    end
-  end
-end
-if late() then return redis.error_reply('NEARDUP_LATE') end
-if parent_of(doc) ~= nil then return redis.error_reply('NEARDUP_TAKEN doc id ' .. doc .. ' is committed') end
-local seq = redis.call('HINCRBY', M, 'seq', 1)
-local wf, hashes = ARGV[3], {}
-for j = 1, #wf - 5, 6 do hashes[#hashes + 1] = string.sub(wf, j, j + 3) end
-redis.call('RPUSH', LOG, struct.pack('<I4I4', seq, doc) .. table.concat(hashes))
-redis.call('LTRIM', LOG, -tonumber(ARGV[15]), -1)
-local code = code_of(host)
-local dkey, dat = entry(doc)
-redis.call('SETRANGE', dkey, dat, struct.pack('<I4I4', doc + 1, code + 1))
-local u = ARGV[9]
-for j = 1, #u - 7, 8 do
-  local a, b = struct.unpack('<i4i4', u, j)
-  local ra, rb = root_of(a), root_of(b)
-  if ra >= 0 and rb >= 0 and ra ~= rb then
-    union(ra, rb)
-    local rkey, rat = entry(ra)
-    redis.call('SETRANGE', rkey, rat, struct.pack('<I4', rb + 1))
-  end
-end
-local root = -1
-if given >= 0 then root = root_of(given) end
-if root >= 0 then
-  join(root, host)
-  redis.call('SETRANGE', dkey, dat, struct.pack('<I4', root + 1))
-else
-  bump(HC, 'D|' .. host, 1)
-end
-local canon = ARGV[7]
-if canon ~= '' and canon ~= host then bump(P .. ':cn:' .. host, canon, 1) end
-redis.call('HINCRBY', M, 'count', 1)
-local named = ARGV[17] or ''
-if root >= 0 and named ~= '' then
-  local mine = find(doc)
-  for j = 1, #named - 3, 4 do
-    local id = struct.unpack('<I4', named, j)
-    if id ~= doc and find(id) == mine then
-      OLD_ROOT = promote_in_table(doc, status)
-      break
-    end
-  end
-end
--- an index created again (NEARDUP_NOINDEX) under a commit in flight: never hand out its id again
-if tonumber(redis.call('HGET', M, 'next')) <= doc then redis.call('HSET', M, 'next', doc + 1) end
-bump(HC, 'p|' .. host, 1)
-bump(HC, status .. '|' .. host, 1)
-local nbytes = tonumber(ARGV[8])
-bump(HC, 'b|' .. host, nbytes)
-if status ~= 'u' then bump(HC, 'd|' .. host, nbytes) end
-remember(doc)
-return reply(doc)
-"""
-)
-
-# ARGV: P, doc, its status code, doc, status code, ... -> {doc, old root, ... for the docs that
-# changed; the counter deltas}
-_LUA_PROMOTE_TABLE = (
-    _LUA_TABLE
-    + _LUA_PROMOTE_IN_TABLE
-    + r"""
-local NAMES = {[0] = 'u', [1] = 'e', [2] = 'n'}
-local out = {}
-for i = 2, #ARGV - 1, 2 do
-  local doc = tonumber(ARGV[i])
-  local root = promote_in_table(doc, NAMES[tonumber(ARGV[i + 1])] or 'u')
-  if root >= 0 then
-    out[#out + 1] = doc
-    out[#out + 1] = root
-  end
-end
-return {out, table.concat(DELTAS)}
-"""
-)
-
-# KEYS[1] a hash of records; ARGV: field, 4 bytes, ... -> bytes 4..7 of each record's head
-# (status, Hamming distance, similarity) replaced
-_LUA_SET_TAIL = r"""
-for i = 1, #ARGV - 1, 2 do
-  local rec = redis.call('HGET', KEYS[1], ARGV[i])
-  if rec and #rec >= 8 then
-    redis.call('HSET', KEYS[1], ARGV[i], string.sub(rec, 1, 4) .. ARGV[i + 1] .. string.sub(rec, 9))
-  end
-end
-return 1
-"""
-
-# KEYS[1] a group's meta (routing); ARGV: 1 group base, 2 client, 3 client's counter batch, 4 host
-# whose page count to answer ('' none), then kind, host, field, n per delta (see bump in
-# _LUA_TABLE) -> the host's pages. A batch already applied (a retry) is not applied again.
-_LUA_COUNTS = r"""
-local B, want = ARGV[1], ARGV[4]
-local mark = B .. ':n:' .. ARGV[2]
-if redis.call('GET', mark) ~= ARGV[3] then
-  for i = 5, #ARGV - 3, 4 do
-    local kind, a, b, n = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3])
-    local key, field = B .. ':cn:' .. a, b
-    if kind == 'h' then
-      key, field = B .. ':hc', b .. '|' .. a
-    elseif kind == 's' then
-      key = B .. ':sh:' .. a
-    end
-    if redis.call('HINCRBY', key, field, n) == 0 then redis.call('HDEL', key, field) end
-  end
-  redis.call('SET', mark, ARGV[3], 'EX', 3600)
-end
-if want == '' then return 0 end
-return tonumber(redis.call('HGET', B .. ':hc', 'p|' .. want) or '0')
-"""
-
+# The scripts (``lua/*.lua``, see :mod:`.lua_scripts`) by name, each with the parts it is made of.
+# ``cluster_table`` defines the hooks that ``mirror`` (shared with the single-server store) calls:
+# ``host_of``, ``hosts_load``/``hosts_save``/``hosts_move`` on packed host tables, and ``bump``,
+# which turns each counter change into a delta the client applies with ``counts``.
+_SCRIPT_PARTS: dict[str, tuple[str, ...]] = {
+    "counts": ("cluster_counts",),
+    "group_read": ("shards", "cluster_group_read"),
+    "group_add": ("shards", "cluster_group_add"),
+    "init": ("cluster_init",),
+    "begin": ("cluster_begin",),
+    "release": ("cluster_release",),
+    "status": ("cluster_table", "cluster_status"),
+    "table": ("cluster_table_range",),
+    "commit": ("cluster_table", "mirror", "cluster_promote_in_table", "cluster_commit"),
+    "heads": ("cluster_heads",),
+    "promote": ("cluster_table", "cluster_promote_in_table", "cluster_promote"),
+    "set_tail": ("cluster_set_tail",),
+}
 _SCRIPTS = {
-    "counts": _LUA_COUNTS,
-    "group_read": _LUA_GROUP_READ,
-    "group_add": _LUA_GROUP_ADD,
-    "init": _LUA_INIT,
-    "begin": _LUA_BEGIN,
-    "release": _LUA_RELEASE,
-    "status": _LUA_STATUS,
-    "table": _LUA_TABLE_RANGE,
-    "commit": _LUA_COMMIT,
-    "heads": _LUA_HEADS,
-    "promote": _LUA_PROMOTE_TABLE,
-    "set_tail": _LUA_SET_TAIL,
+    name: lua_script(parts, {"BUCKET_CAP": BUCKET_CAP, "CH_SPAN": CH_SPAN})
+    for name, parts in _SCRIPT_PARTS.items()
 }
 
 
@@ -607,7 +192,7 @@ def spread_tags(prefix: str, count: int) -> list[str]:
     for k in range(count):
         low, high = k * SLOTS // count, (k + 1) * SLOTS // count
         j = 0
-        while not low <= key_slot(_bytes(f"{prefix}:g{k}:{j}")) < high:
+        while not low <= key_slot(redis_bytes(f"{prefix}:g{k}:{j}")) < high:
             j += 1
         out.append(f"{prefix}:g{k}:{j}")
     return out
@@ -728,8 +313,8 @@ class RedisClusterStorage(RedisStorage):
 
     def _init_index(self) -> None:
         stored_raw, limits, layout = self._eval("init", self._base, self._init_args, "open")
-        if _text(layout) != FORMAT:
-            raise ParameterMismatchError(self.where, {"layout": (_text(layout), FORMAT)})
+        if reply_text(layout) != FORMAT:
+            raise ParameterMismatchError(self.where, {"layout": (reply_text(layout), FORMAT)})
         self._load, self._maxval, self.groups = (int(v) for v in limits)
         self._group_bases = ["{" + tag + "}" for tag in spread_tags(self.prefix, self.groups)]
         self._check_parameters(stored_raw)
@@ -868,11 +453,11 @@ class RedisClusterStorage(RedisStorage):
             token.snapshot if token else (self._snapshot or 0),
             written,
             struct.pack("<ii", doc, given),
-            _bytes(commit.host),
-            _STATUS_CHAR[
+            redis_bytes(commit.host),
+            STATUS_CHAR[
                 commit.status if commit.status == "revisit" else "skipped" if skipped else commit.status
             ],
-            _bytes(commit.canonical_host or ""),
+            redis_bytes(commit.canonical_host or ""),
             int(commit.nbytes),
             unions,
             token.fields if token else b"",
@@ -902,7 +487,7 @@ class RedisClusterStorage(RedisStorage):
         old_root = int(reply[4]) if len(reply) > 4 else -1
         pages = self._apply_counts(bytes(reply[5]) if len(reply) > 5 else b"", commit.host)
         if old_root >= 0:  # promoted on {P}: now the records' heads
-            self._set_tails({doc: _UNIQUE_TAIL, old_root: payload[4:8]})
+            self._set_tails({doc: UNIQUE_TAIL, old_root: payload[4:8]})
         result = self._commit_result(reply)
         return CommitResult(doc_id=result.doc_id, host_pages=pages, promoted=old_root >= 0)
 
@@ -926,7 +511,7 @@ class RedisClusterStorage(RedisStorage):
             (n,) = struct.unpack_from("<d", packed, at + 2 + nb)
             at += 10 + nb
             by_group.setdefault(self._host_group(a), []).extend((kind, a, b, int(n)))
-        want = _bytes(host) if host else b""
+        want = redis_bytes(host) if host else b""
         if want:
             by_group.setdefault(self._host_group(want), [])
         if by_group:
@@ -1152,7 +737,7 @@ class RedisClusterStorage(RedisStorage):
 
         def fill(pipe: Any) -> None:
             for host in hosts:
-                name = _bytes(host)
+                name = redis_bytes(host)
                 base = self._group_bases[self._host_group(name)]
                 pipe.hgetall(f"{base}:sh:".encode() + name)
                 pipe.hgetall(f"{base}:cn:".encode() + name)
@@ -1189,7 +774,7 @@ class RedisClusterStorage(RedisStorage):
         one read of the page table, then :meth:`promote` for the pages chosen."""
         names = sorted(set(origins) | set(origins.values()))
         raw = self._call(
-            lambda: self._client.hmget(f"{self._base}:hk", [_bytes(h) for h in names]), "promote"
+            lambda: self._client.hmget(f"{self._base}:hk", [redis_bytes(h) for h in names]), "promote"
         )
         code = {h: int(c) for h, c in zip(names, raw, strict=True) if c is not None}
         wanted = {code[m]: code[o] for m, o in origins.items() if m in code and o in code}
@@ -1198,7 +783,7 @@ class RedisClusterStorage(RedisStorage):
         ids, parents, hosts = self._page_table_hosts()
         if not len(ids):
             return 0
-        chosen = origin_members(_roots(ids, parents), hosts, wanted, ids)
+        chosen = origin_members(record_roots(ids, parents), hosts, wanted, ids)
         return sum(self._promote(chosen[start : start + 1000]) for start in range(0, len(chosen), 1000))
 
     def _promote(self, docs: list[int]) -> int:
@@ -1208,7 +793,7 @@ class RedisClusterStorage(RedisStorage):
         args: list[Any] = [self._base]
         for doc, head in zip(docs, heads, strict=True):
             if len(head) >= 16:
-                args += [doc, _HEAD.unpack(bytes(head))[1]]
+                args += [doc, RECORD_HEAD.unpack(bytes(head))[1]]
         if len(args) == 1:
             return 0
         tails = {doc: bytes(head)[4:8] for doc, head in zip(docs, heads, strict=True) if len(head) >= 16}
@@ -1217,7 +802,7 @@ class RedisClusterStorage(RedisStorage):
         changed = [(int(pairs[k]), int(pairs[k + 1])) for k in range(0, len(pairs), 2)]
         new_tails: dict[int, bytes] = {}
         for doc, root in changed:
-            new_tails[doc] = _UNIQUE_TAIL
+            new_tails[doc] = UNIQUE_TAIL
             new_tails[root] = tails[doc]
         self._set_tails(new_tails)
         return len(changed)
@@ -1250,14 +835,14 @@ class RedisClusterStorage(RedisStorage):
             return {}, []
         heads = self._heads(ids.tolist())
         keep = [k for k, h in enumerate(heads) if len(h) >= 16]  # expired records left out
-        unpacked = [_HEAD.unpack(bytes(heads[k])) for k in keep]
+        unpacked = [RECORD_HEAD.unpack(bytes(heads[k])) for k in keep]
         if self.ttl is not None and math.isfinite(self.ttl):
             # records past the ttl wait for their hash to expire: left out as if gone
             since = time.time() - self.ttl
             alive = [k for k, u in enumerate(unpacked) if u[4] >= since]
             keep, unpacked = [keep[k] for k in alive], [unpacked[k] for k in alive]
         kept_ids = ids[keep]
-        roots = _roots(kept_ids, parents[keep])
+        roots = record_roots(kept_ids, parents[keep])
         return summarize_clusters(
             roots,
             ids=kept_ids,

@@ -81,36 +81,50 @@ import struct
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from neardup_scrapy.core.hashing import mix64
 from neardup_scrapy.core.minhash import STORED_DTYPE
 from neardup_scrapy.core.mirrors import MirrorEvidence, Rows, read_evidence
-from neardup_scrapy.core.urls import redact_connection_url, scrub
+from neardup_scrapy.core.urls import scrub
 
 from .base import (
     BUCKET_CAP,
     MAX_CANDIDATES,
-    STATUS_CODES,
     STATUS_NAMES,
     Commit,
     CommitResult,
     DocBatch,
-    DocRecord,
     HostCounts,
     I64Array,
     ParameterMismatchError,
     StorageError,
     U64Array,
     compare_parameters,
+    fetch_without_chance_hits,
     pinned_keys,
     rank_candidates,
 )
+from .lua_scripts import lua_script
+from .members import summarize_clusters
+from .redis_common import (
+    RECORD_HEAD,
+    STATUS_CHAR,
+    UNIQUE_TAIL,
+    bucket_fields,
+    pack_record,
+    record_roots,
+    redis_bytes,
+    reply_text,
+    safe_url,
+    unpack_tail,
+)
 from .retry import RetryPolicy, call_with_retry
-from .sqlite import summarize_clusters
-from .unionfind import all_roots, origin_members
+from .unionfind import origin_members
+
+if TYPE_CHECKING:
+    from neardup_scrapy.core.chance import ChanceFilter
 
 logger = logging.getLogger(__name__)
 
@@ -121,9 +135,7 @@ DEFAULT_URL = "redis://127.0.0.1:6379/0"
 #: each probe that fails doubles the spell, up to the store's ``cooldown``.
 FIRST_PROBE = 0.5
 FORMAT = "neardup-redis/2"
-_HEAD = struct.Struct("<iBbed")  # parent, status, hamming, similarity (f16), added
 _NONE4 = b"\xff\xff\xff\xff"
-_STATUS_CHAR = {"unique": "u", "exact": "e", "near": "n", "skipped": "s", "revisit": "r"}
 _COUNTER_CHAR = {
     "p": "pages",
     "u": "unique",
@@ -134,694 +146,27 @@ _COUNTER_CHAR = {
     "d": "duplicate_bytes",
     "r": "revisits",
 }
-#: Bytes 4..7 of a record's head for a page that represents its cluster: status ``unique``,
-#: Hamming ``-1``, similarity NaN.
-_UNIQUE_TAIL = _HEAD.pack(0, STATUS_CODES["unique"], -1, math.nan, 0.0)[4:8]
-_LUA_UNIQUE_TAIL = "".join(f"\\{b}" for b in _UNIQUE_TAIL)
-
-# Linear hashing of bucket fields over the shards ``S .. n`` (level L, split pointer sp); ``split``
-# splits shard sp while the mean load of the ``n`` buckets is above ``load`` and saves L/p in hash M.
-_LUA_SHARDS = r"""
-local function h32(f)
-  local b1, b2, b3, b4 = string.byte(f, 1, 4)
-  return ((b1 * 256 + b2) * 256 + b3) * 256 + b4
-end
-local function address(f, L, sp)
-  local h = h32(f)
-  local m = 2 ^ L
-  local a = h % m
-  if a < sp then a = h % (2 * m) end
-  return a
-end
-local function split(S, M, L, sp, n, load)
-  local splits = 0
-  while n > load * (2 ^ L + sp) and splits < 4 do
-    local old = S .. sp
-    local m2 = 2 ^ (L + 1)
-    local all = redis.call('HGETALL', old)
-    if #all > 0 then
-      redis.call('DEL', old)
-      local keep, move = {}, {}
-      for k = 1, #all, 2 do
-        local t = keep
-        if h32(all[k]) % m2 ~= sp then t = move end
-        t[#t + 1] = all[k]
-        t[#t + 1] = all[k + 1]
-      end
-      if #keep > 0 then redis.call('HSET', old, unpack(keep)) end
-      if #move > 0 then redis.call('HSET', S .. (sp + 2 ^ L), unpack(move)) end
-    end
-    sp = sp + 1
-    if sp == 2 ^ L then L = L + 1; sp = 0 end
-    splits = splits + 1
-  end
-  if splits > 0 then redis.call('HSET', M, 'L', L, 'p', sp) end
-  return L, sp
-end
-"""
-
-_LUA_COMMON = (
-    r"""
-local P = ARGV[1]
-local BUCKET_CAP = """
-    + str(BUCKET_CAP)
-    + r"""
-"""
-    + _LUA_SHARDS
-    + r"""
--- What a lookup answers of a bucket: its first BUCKET_CAP ids, then its last id (the token).
--- The whole value grew with the bucket (a family of thousands of near-identical pages), and so
--- did every answer that carried it.
-local function trimmed(v)
-  if #v < 4 then return '' end
-  return string.sub(v, 1, 4 * BUCKET_CAP) .. string.sub(v, -4)
-end
-local function bucket(f, L, sp)
-  local v = redis.call('HGET', P .. ':s:' .. address(f, L, sp), f)
-  if v == false then return '' end
-  if v == '' then return redis.call('GET', P .. ':o:' .. f) or '' end
-  return v
-end
-local function parent_of(id)
-  local s = redis.call('GETRANGE', P .. ':d:' .. id, 0, 3)
-  if #s < 4 then return nil end
-  return struct.unpack('<i4', s)
-end
--- The cluster root of page id (whose parent is given). Ends on any data: a missing record ends
--- the path, and a cycle of parents (a damaged index) is broken at its smallest id.
-local function find(id, parent)
-  local hops, visited = 0, nil
-  while parent ~= id do
-    hops = hops + 1
-    if hops > 64 then
-      visited = visited or {}
-      if visited[id] then
-        local low, v = id, parent
-        while v ~= id do
-          if v < low then low = v end
-          v = parent_of(v)
-        end
-        return low
-      end
-      visited[id] = true
-    end
-    local next_parent = parent_of(parent)
-    if next_parent == nil then return id end
-    id = parent
-    parent = next_parent
-  end
-  return id
-end
-local function root_of(id)
-  local s = redis.call('GETRANGE', P .. ':d:' .. id, 0, 3)
-  if #s < 4 then return -1 end
-  return find(id, struct.unpack('<i4', s))
-end
-local function host_of(id)
-  local key = P .. ':d:' .. id
-  local s = redis.call('GETRANGE', key, 40, 41)
-  if #s < 2 then return nil end
-  local n = struct.unpack('<I2', s)
-  if n == 0 then return '' end
-  return redis.call('GETRANGE', key, 42, 41 + n)
-end
-local function meta()
-  local m = redis.call('HMGET', P .. ':m', 'L', 'p')
-  if not m[1] then return nil end
-  return tonumber(m[1]), tonumber(m[2])
-end
--- Records and cluster roots of candidates ids[1..n] (roots not yet seen are appended to ids);
--- nothing when there are more than cap candidates. Third value: whether a candidate is stored.
-local function records(ids, seen, cap)
-  local ncand = #ids
-  local recs, roots, live = {}, {}, false
-  if ncand > cap then return recs, roots, live end
-  local k = 1
-  while k <= #ids do
-    local id = ids[k]
-    local r = redis.call('GET', P .. ':d:' .. id)
-    if r then
-      if k <= ncand then live = true end
-      recs[k] = r
-      local root = find(id, struct.unpack('<i4', r))
-      roots[k] = root
-      if not seen[root] then seen[root] = true; ids[#ids + 1] = root end
-    else
-      recs[k] = ''
-      roots[k] = -1
-    end
-    k = k + 1
-  end
-  return recs, roots, live
-end
-"""
-)
-
-# ARGV: prefix, cap, field...  ->  {values, ids, records, roots, candidates}
-_LUA_LOOKUP = (
-    _LUA_COMMON
-    + r"""
-local L, sp = meta()
-if not L then return redis.error_reply('NEARDUP_NOINDEX') end
-local cap = tonumber(ARGV[2])
-local values, ids, seen = {}, {}, {}
-for i = 3, #ARGV do
-  local v = bucket(ARGV[i], L, sp)
-  values[#values + 1] = trimmed(v)
-  for j = 1, math.min(#v, 4 * BUCKET_CAP) - 3, 4 do
-    local id = struct.unpack('<I4', v, j)
-    if not seen[id] then seen[id] = true; ids[#ids + 1] = id end
-  end
-end
-local ncand = #ids
-local recs, roots = records(ids, seen, cap)
-return {values, ids, recs, roots, ncand}
-"""
-)
-
-# ARGV: prefix, id...  ->  {records, roots}
-_LUA_FETCH = (
-    _LUA_COMMON
-    + r"""
-local recs, roots = {}, {}
-for i = 2, #ARGV do
-  local id = tonumber(ARGV[i])
-  local r = redis.call('GET', P .. ':d:' .. id)
-  if r then
-    recs[#recs + 1] = r
-    roots[#roots + 1] = find(id, struct.unpack('<i4', r))
-  else
-    recs[#recs + 1] = ''
-    roots[#roots + 1] = -1
-  end
-end
-return {recs, roots}
-"""
-)
-
-# ARGV of the commit part, shared by the commit and lookup-or-insert scripts:
-#   3 fields, 4 record, 5 host, 6 status, 7 canonical host, 8 nbytes, 9 unions, 10 ttl, 11 client, 12 seq,
-#   13 deadline (server time in seconds; 0: none), 14 the field of Commit.named_key ('' for none)
-# A record whose parent is >= 0 joins that page's cluster; -1 starts a cluster of its own.
-# ``seen`` maps a 6-byte field to its raw shard value as already read in this script (``false`` =
-# no such bucket, ``''`` = overflow marker); ``apply`` reuses it instead of reading the shard again.
-# Per-cluster host tables of the single-server store: a hash ``P:ch:<root>`` (host -> pages) per
-# cluster of several pages. ``hosts_load`` answers nil for none; ``hosts_save`` with ``{}`` deletes.
-# ``bump`` adds to the counters (host counters and mirror evidence) in place.
-_LUA_HOSTS_KEYS = r"""
-local function hosts_load(root)
-  local all = redis.call('HGETALL', P .. ':ch:' .. root)
-  if #all == 0 then return nil end
-  local t = {}
-  for k = 1, #all, 2 do t[all[k]] = tonumber(all[k + 1]) end
-  return t
-end
-local function hosts_save(root, flat)
-  local key = P .. ':ch:' .. root
-  redis.call('DEL', key)
-  if #flat > 0 then redis.call('HSET', key, unpack(flat)) end
-end
-local function hosts_move(from, to)
-  if redis.call('EXISTS', P .. ':ch:' .. from) == 1 then
-    redis.call('RENAME', P .. ':ch:' .. from, P .. ':ch:' .. to)
-  end
-end
--- add n to a counter field of hash key (P:hc, P:sh:<host>, P:cn:<host>); a field at 0 goes
-local function bump(key, field, n)
-  if n ~= 0 and redis.call('HINCRBY', key, field, n) == 0 then redis.call('HDEL', key, field) end
-end
-"""
-
-# Per-host counters, mirror evidence and the helpers of idempotent, deadline-bound commits, on keys
-# under ``P``; the per-cluster host tables go through ``hosts_load``/``hosts_save``/``hosts_move``
-# and the counters through ``bump``, defined before (:data:`_LUA_HOSTS_KEYS` here; the cluster
-# store has its own, and its own ``host_of``, with ``P`` a hash tag).
-_LUA_MIRROR = r"""
-local M = P .. ':m'
-local HC = P .. ':hc'
-local PROMOTED = 0  -- set by a commit that made its page the representative (Commit.named_key)
-local function commit_result(doc)
-  local host = ARGV[5]
-  local pages = tonumber(redis.call('HGET', HC, 'p|' .. host) or '0')
-  return {doc, pages, PROMOTED}
-end
--- the mirror evidence (see neardup_scrapy.core.mirrors.MirrorLedger, whose arithmetic this repeats)
-local function share(a, b, n)
-  bump(P .. ':sh:' .. a, b, n)
-  bump(P .. ':sh:' .. b, a, n)
-end
-local function cluster_hosts(root)
-  local t = hosts_load(root)
-  if t then return t end
-  t = {}
-  local h = host_of(root)
-  if h then t[h] = 1 end
-  return t
-end
-local function size(t)
-  local c = 0
-  for _ in pairs(t) do c = c + 1 end
-  return c
-end
-local function save_cluster(root, t)
-  local args = {}
-  for h, n in pairs(t) do args[#args + 1] = h; args[#args + 1] = n end
-  if #args > 2 or (#args == 2 and args[2] > 1) then hosts_save(root, args) else hosts_save(root, {}) end
-end
-local function join(root, host)
-  local t = cluster_hosts(root)
-  if not t[host] then
-    bump(HC, 'D|' .. host, 1)
-    bump(HC, 'U|' .. host, 1)
-    if size(t) == 1 then for h in pairs(t) do bump(HC, 'U|' .. h, 1) end end
-    for h in pairs(t) do share(host, h, 1) end
-  end
-  t[host] = (t[host] or 0) + 1
-  save_cluster(root, t)
-end
-local function union(a, b)
-  local first, second = cluster_hosts(a), cluster_hosts(b)
-  local merged, hosts = {}, {}
-  for h, n in pairs(second) do merged[h] = n end
-  for h, n in pairs(first) do merged[h] = (merged[h] or 0) + n end
-  for h in pairs(merged) do hosts[#hosts + 1] = h end
-  table.sort(hosts)
-  local s1, s2, total = size(first), size(second), #hosts
-  for _, h in ipairs(hosts) do
-    if first[h] and second[h] then bump(HC, 'D|' .. h, -1) end
-    local before, after = 0, 0
-    if first[h] and s1 > 1 then before = before + 1 end
-    if second[h] and s2 > 1 then before = before + 1 end
-    if total > 1 then after = 1 end
-    bump(HC, 'U|' .. h, after - before)
-  end
-  for i = 1, #hosts do
-    for j = i + 1, #hosts do
-      local x, y = hosts[i], hosts[j]
-      local before = 0
-      if first[x] and first[y] then before = before + 1 end
-      if second[x] and second[y] then before = before + 1 end
-      if before ~= 1 then share(x, y, 1 - before) end
-    end
-  end
-  hosts_save(a, {})
-  save_cluster(b, merged)
-end
--- the doc id of an already applied commit with this client's sequence number (a retried reply), or nil
-local function replayed()
-  if ARGV[11] == '' then return nil end
-  local prev = redis.call('GET', P .. ':n:' .. ARGV[11])
-  if not prev then return nil end
-  local seq, doc = string.match(prev, '^(%d+):(-?%d+)')
-  if seq == ARGV[12] then return tonumber(doc) end
-  return nil
-end
--- True when the client has given up waiting for this commit (it reached Redis after its
--- deadline): applying it would index a page the client counted as not checked.
-local function late()
-  local deadline = tonumber(ARGV[13])
-  if not deadline or deadline <= 0 then return false end
-  local t = redis.call('TIME')
-  return tonumber(t[1]) + tonumber(t[2]) / 1000000 > deadline
-end
-"""
-
-# A page becomes its cluster's representative (see IndexStorage.promote): the parents, the two
-# records' status, Hamming distance and similarity (swapped: the pair is the same both ways), the
-# hosts' counters and the cluster's evidence key (renamed to the new root). Returns the old root
-# (nil: nothing changed).
-_LUA_PROMOTE_DOC = (
-    r"""
-local UNIQUE_TAIL = '"""
-    + _LUA_UNIQUE_TAIL
-    + r"""'
-local NAMES = {[0] = 'u', [1] = 'e', [2] = 'n'}
-local function promote_doc(doc)
-  local dkey = P .. ':d:' .. doc
-  local head = redis.call('GETRANGE', dkey, 0, 7)
-  if #head < 8 then return nil end
-  local root = find(doc, struct.unpack('<i4', head))
-  local rkey = P .. ':d:' .. root
-  if root == doc or redis.call('EXISTS', rkey) == 0 then return nil end
-  redis.call('SETRANGE', rkey, 0, struct.pack('<i4', doc) .. string.sub(head, 5, 8))
-  redis.call('SETRANGE', dkey, 0, struct.pack('<i4', doc) .. UNIQUE_TAIL)
-  local st = NAMES[string.byte(head, 5)] or 'u'
-  if st ~= 'u' then
-    local hd, hr = host_of(doc), host_of(root)
-    redis.call('HINCRBY', HC, st .. '|' .. hd, -1)
-    redis.call('HINCRBY', HC, 'u|' .. hd, 1)
-    redis.call('HINCRBY', HC, 'u|' .. hr, -1)
-    redis.call('HINCRBY', HC, st .. '|' .. hr, 1)
-  end
-  hosts_move(root, doc)
-  return root
-end
-"""
-)
-
-_LUA_APPLY = (
-    _LUA_HOSTS_KEYS
-    + _LUA_MIRROR
-    + _LUA_PROMOTE_DOC
-    + r"""
-local function apply(L, sp, seen)
-  local host = ARGV[5]
-  local hc = HC
-  local status = ARGV[6]
-  local ttl = tonumber(ARGV[10])
-  local doc = -1
-  if status == 's' or status == 'r' then
-    redis.call('HINCRBY', hc, status .. '|' .. host, 1)
-  else
-    doc = redis.call('HINCRBY', M, 'next', 1) - 1
-    local rec = ARGV[4]
-    local given = struct.unpack('<i4', rec)
-    rec = struct.pack('<i4', doc) .. string.sub(rec, 5)
-    local dkey = P .. ':d:' .. doc
-    if ttl > 0 then redis.call('SET', dkey, rec, 'EX', ttl) else redis.call('SET', dkey, rec) end
-    local u = ARGV[9]
-    for j = 1, #u - 7, 8 do
-      local a, b = struct.unpack('<i4i4', u, j)
-      local ra, rb = root_of(a), root_of(b)
-      if ra >= 0 and rb >= 0 and ra ~= rb then
-        union(ra, rb)
-        redis.call('SETRANGE', P .. ':d:' .. ra, 0, struct.pack('<i4', rb))
-      end
-    end
-    local root = -1
-    if given >= 0 then root = root_of(given) end
-    if root >= 0 then
-      join(root, host)
-      redis.call('SETRANGE', dkey, 0, struct.pack('<i4', root))
-    else
-      bump(HC, 'D|' .. host, 1)
-    end
-    local canon = ARGV[7]
-    if canon ~= '' and canon ~= host then bump(P .. ':cn:' .. host, canon, 1) end
-    local maxval = tonumber(redis.call('HGET', M, 'maxval'))
-    local packed = struct.pack('<I4', doc)
-    local fs = ARGV[3]
-    local new_fields = 0
-    for j = 1, #fs - 5, 6 do
-      local f = string.sub(fs, j, j + 5)
-      local sk = P .. ':s:' .. address(f, L, sp)
-      local v = seen[f]
-      if v == nil then v = redis.call('HGET', sk, f) end
-      if v == false then
-        redis.call('HSET', sk, f, packed)
-        new_fields = new_fields + 1
-        seen[f] = packed
-      elseif v == '' then
-        if redis.call('GETRANGE', P .. ':o:' .. f, -4, -1) ~= packed then
-          redis.call('APPEND', P .. ':o:' .. f, packed)
-        end
-      elseif string.sub(v, -4) ~= packed then
-        if #v + 4 > maxval then
-          redis.call('SET', P .. ':o:' .. f, v .. packed)
-          redis.call('HSET', sk, f, '')
-          seen[f] = ''
-        else
-          redis.call('HSET', sk, f, v .. packed)
-          seen[f] = v .. packed
-        end
-      end
-    end
-    local n = redis.call('HINCRBY', M, 'n', new_fields)
-    redis.call('HINCRBY', hc, 'p|' .. host, 1)
-    redis.call('HINCRBY', hc, status .. '|' .. host, 1)
-    local nbytes = tonumber(ARGV[8])
-    redis.call('HINCRBY', hc, 'b|' .. host, nbytes)
-    if status ~= 'u' then redis.call('HINCRBY', hc, 'd|' .. host, nbytes) end
-    -- a page of its cluster names its address canonical: it is the representative (Commit.named_key)
-    local named = ARGV[14]
-    if root >= 0 and named and named ~= '' then
-      local v = bucket(named, L, sp)
-      local mine = root_of(doc)
-      for j = 1, math.min(#v, 4 * BUCKET_CAP) - 3, 4 do
-        local id = struct.unpack('<I4', v, j)
-        if id ~= doc and root_of(id) == mine then
-          if promote_doc(doc) then PROMOTED = 1 end
-          break
-        end
-      end
-    end
-    -- linear hashing: split shard sp while the mean load is above 'load'
-    L, sp = split(P .. ':s:', M, L, sp, n, tonumber(redis.call('HGET', M, 'load')))
-    -- expiry: prune one shard (expired ids are a prefix of every bucket)
-    if ttl > 0 then
-      local c = tonumber(redis.call('HGET', M, 'c') or '0')
-      if c >= 2 ^ L + sp then c = 0 end
-      local sk = P .. ':s:' .. c
-      local all = redis.call('HGETALL', sk)
-      local removed = 0
-      for k = 1, #all, 2 do
-        local f, v = all[k], all[k + 1]
-        local okey = nil
-        if v == '' then okey = P .. ':o:' .. f; v = redis.call('GET', okey) or '' end
-        local cut = 1
-        while cut <= #v - 3 and redis.call('EXISTS', P .. ':d:' .. struct.unpack('<I4', v, cut)) == 0 do
-          cut = cut + 4
-        end
-        if cut > 1 then
-          local rest = string.sub(v, cut)
-          if rest == '' then
-            redis.call('HDEL', sk, f)
-            if okey then redis.call('DEL', okey) end
-            removed = removed + 1
-          elseif okey then
-            redis.call('SET', okey, rest)
-          else
-            redis.call('HSET', sk, f, rest)
-          end
-        end
-      end
-      if removed > 0 then redis.call('HINCRBY', M, 'n', -removed) end
-      redis.call('HSET', M, 'c', c + 1)
-    end
-  end
-  if ARGV[11] ~= '' then redis.call('SET', P .. ':n:' .. ARGV[11], ARGV[12] .. ':' .. doc, 'EX', 3600) end
-  return doc
-end
-"""
-)
-
-# ARGV: 1 prefix, 2 token, 3..14 the commit (see _LUA_APPLY)
-# -> {-2} on conflict, else {doc_id, host_pages}; error NEARDUP_LATE past the deadline
-_LUA_COMMIT = (
-    _LUA_COMMON
-    + _LUA_APPLY
-    + r"""
-if redis.replicate_commands then redis.replicate_commands() end  -- TIME before writes (Redis < 5)
-local L, sp = meta()
-if not L then return redis.error_reply('NEARDUP_NOINDEX') end
-local done = replayed()
-if done then return commit_result(done) end
-local tok = ARGV[2]
-local nt = #tok / 10
-local seen = {}  -- field -> shard value read by the token check, reused by the insert
-for i = 0, nt - 1 do
-  local f = string.sub(tok, i * 6 + 1, i * 6 + 6)
-  local want = string.sub(tok, nt * 6 + i * 4 + 1, nt * 6 + i * 4 + 4)
-  local v = redis.call('HGET', P .. ':s:' .. address(f, L, sp), f)
-  seen[f] = v
-  local last = '\255\255\255\255'
-  if v == '' then
-    local o = redis.call('GETRANGE', P .. ':o:' .. f, -4, -1)
-    if #o == 4 then last = o end
-  elseif v and #v >= 4 then
-    last = string.sub(v, -4)
-  end
-  if last ~= want then return {-2} end
-end
-if late() then return redis.error_reply('NEARDUP_LATE') end
-return commit_result(apply(L, sp, seen))
-"""
-)
-
-# ARGV: 1 prefix, 2 cap, 3..14 the provisional commit (see _LUA_APPLY), 15.. lookup fields
-# -> {values, ids, records, roots, candidates, {}} like _LUA_LOOKUP when a looked-up bucket holds a
-#    live page, else {{}, {}, {}, {}, 0, {doc_id, host_pages}} after applying the commit
-_LUA_LOOKUP_OR_INSERT = (
-    _LUA_COMMON
-    + _LUA_APPLY
-    + r"""
-if redis.replicate_commands then redis.replicate_commands() end  -- TIME before writes (Redis < 5)
-local L, sp = meta()
-if not L then return redis.error_reply('NEARDUP_NOINDEX') end
-local done = replayed()
-if done then return {{}, {}, {}, {}, 0, commit_result(done)} end
-local cap = tonumber(ARGV[2])
-local values, ids, seen, raw = {}, {}, {}, {}
-for i = 15, #ARGV do
-  local f = ARGV[i]
-  local v = raw[f]
-  if v == nil then
-    v = redis.call('HGET', P .. ':s:' .. address(f, L, sp), f)
-    raw[f] = v
-  end
-  if v == false then v = '' elseif v == '' then v = redis.call('GET', P .. ':o:' .. f) or '' end
-  values[#values + 1] = trimmed(v)
-  for j = 1, math.min(#v, 4 * BUCKET_CAP) - 3, 4 do
-    local id = struct.unpack('<I4', v, j)
-    if not seen[id] then seen[id] = true; ids[#ids + 1] = id end
-  end
-end
-local ncand = #ids
-local recs, roots, live = records(ids, seen, cap)
-if ncand > cap then
-  for k = 1, ncand do
-    if redis.call('EXISTS', P .. ':d:' .. ids[k]) == 1 then live = true; break end
-  end
-end
-if live then return {values, ids, recs, roots, ncand, {}} end
-if late() then return redis.error_reply('NEARDUP_LATE') end
-return {{}, {}, {}, {}, 0, commit_result(apply(L, sp, raw))}
-"""
-)
-
-# ARGV: prefix, doc... -> the docs that became their cluster's representative, each followed by
-# its old root (see _LUA_PROMOTE_DOC)
-_LUA_PROMOTE = (
-    _LUA_COMMON
-    + _LUA_HOSTS_KEYS
-    + _LUA_MIRROR
-    + _LUA_PROMOTE_DOC
-    + r"""
-local out = {}
-for i = 2, #ARGV do
-  local doc = tonumber(ARGV[i])
-  local root = promote_doc(doc)
-  if root then
-    out[#out + 1] = doc
-    out[#out + 1] = root
-  end
-end
-return out
-"""
-)
-
-# ARGV: prefix, first, count -> per id: its parent (-2: no record) and its host
-_LUA_PARENTS_HOSTS = (
-    _LUA_COMMON
-    + r"""
-local parents, hosts = {}, {}
-local first = tonumber(ARGV[2])
-for i = 0, tonumber(ARGV[3]) - 1 do
-  local p = parent_of(first + i)
-  parents[#parents + 1] = p or -2
-  hosts[#hosts + 1] = (p and host_of(first + i)) or ''
-end
-return {parents, hosts}
-"""
-)
-
-# ARGV: prefix, format, load, maxval, first id, name, json, name, json, ...
-# -> {} (created) or the stored params
-_LUA_INIT = r"""
-local P = ARGV[1]
-if redis.call('EXISTS', P .. ':params') == 1 then
-  return redis.call('HGETALL', P .. ':params')
-end
-for i = 6, #ARGV - 1, 2 do redis.call('HSET', P .. ':params', ARGV[i], ARGV[i + 1]) end
-redis.call('HSET', P .. ':m', 'format', ARGV[2], 'L', 4, 'p', 0, 'n', 0, 'next', ARGV[5], 'load', ARGV[3],
-  'maxval', ARGV[4], 'c', 0)
-return {}
-"""
-
-# ARGV: prefix, first, count -> per id: 16-byte head ('' if expired)
-_LUA_HEADS = r"""
-local P = ARGV[1]
-local out = {}
-local first = tonumber(ARGV[2])
-for i = 0, tonumber(ARGV[3]) - 1 do
-  out[#out + 1] = redis.call('GETRANGE', P .. ':d:' .. (first + i), 0, 15)
-end
-return out
-"""
-
-
-def safe_url(url: str) -> str:
-    """``url`` without its secrets (for messages and logs; see
-    :func:`~neardup_scrapy.core.urls.redact_connection_url`)."""
-    return redact_connection_url(url)
+# The scripts (``lua/*.lua``, see :mod:`.lua_scripts`) by name, each with the parts it is made of.
+# ``server_apply`` is the commit shared by ``commit`` and ``lookup_or_insert``; ``mirror`` needs
+# the hooks of ``server_common`` (``host_of``) and ``server_hosts`` (the per-cluster host tables).
+_APPLY = ("server_hosts", "mirror", "server_promote_doc", "server_apply")
+_SCRIPT_PARTS: dict[str, tuple[str, ...]] = {
+    "lookup": ("shards", "server_common", "server_lookup"),
+    "fetch": ("shards", "server_common", "server_fetch"),
+    "commit": ("shards", "server_common", *_APPLY, "server_commit"),
+    "lookup_or_insert": ("shards", "server_common", *_APPLY, "server_lookup_or_insert"),
+    "init": ("server_init",),
+    "heads": ("server_heads",),
+    "promote": ("shards", "server_common", "server_hosts", "mirror", "server_promote_doc", "server_promote"),
+    "parents_hosts": ("shards", "server_common", "server_parents_hosts"),
+}
+_SCRIPTS = {
+    name: lua_script(parts, {"BUCKET_CAP": BUCKET_CAP, "UNIQUE_TAIL": UNIQUE_TAIL})
+    for name, parts in _SCRIPT_PARTS.items()
+}
 
 
 _NO_IDS = np.empty(0, dtype="<u4")
-
-
-def bucket_fields(keys: U64Array) -> list[bytes]:
-    """6-byte shard fields of bucket keys: the top 48 bits of a 64-bit mix, big-endian."""
-    mixed = mix64(keys.astype(np.uint64)).astype(">u8").view(np.uint8).reshape(-1, 8)[:, :6]
-    raw = mixed.tobytes()
-    return [raw[i : i + 6] for i in range(0, len(raw), 6)]
-
-
-def pack_record(record: DocRecord) -> bytes:
-    """The packed record of a page (see the module docstring); parent ``-1`` means "itself"."""
-    host_bytes = record.host.encode("utf-8", "surrogatepass")[:65535]
-    head = _HEAD.pack(
-        record.parent if record.parent >= 0 else -1,
-        STATUS_CODES[record.status],
-        max(-128, min(127, int(record.hamming))),
-        float(record.similarity),
-        float(record.added or time.time()),
-    )
-    profile = bytes(record.profile)[:65535]
-    return b"".join(
-        (
-            head,
-            int(record.simhash & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little"),
-            bytes(record.digest).ljust(16, b"\0")[:16],
-            len(host_bytes).to_bytes(2, "little"),
-            host_bytes,
-            len(profile).to_bytes(2, "little"),
-            profile,
-            np.ascontiguousarray(record.signature, dtype=STORED_DTYPE).tobytes(),
-            _pack_url(record.url.encode("utf-8", "surrogatepass"), host_bytes),
-        )
-    )
-
-
-# Most urls repeat the record's host after their scheme; one byte stands for both. A record is a
-# string key of its own, and Redis rounds each value up to an allocator size class (256, 320 ...
-# bytes), so these 8 + len(host) bytes often decide the class.
-_URL_SCHEMES = (b"", b"https://", b"http://")  # by the first byte of a packed url
-
-
-def _pack_url(url: bytes, host: bytes) -> bytes:
-    for code in (1, 2):
-        head = _URL_SCHEMES[code] + host
-        if host and url.startswith(head):
-            return bytes((code,)) + url[len(head) :]
-    return b"\x00" + url if url[:1] < b"\x03" and url else url
-
-
-def _unpack_url(packed: bytes, host: bytes) -> bytes:
-    code = packed[0] if packed else 3
-    if code >= 3:  # records written before the prefix was packed (and most urls of other hosts)
-        return packed
-    return (_URL_SCHEMES[code] + host if code else b"") + packed[1:]
-
-
-def unpack_tail(rec: bytes, num_perm: int) -> tuple[str, bytes, bytes, str]:
-    """``(host, profile, signature bytes, url)`` of a packed record (after its 40-byte head).
-
-    Raises:
-        ValueError: the record is shorter than its lengths say, or its text is not UTF-8.
-    """
-    if len(rec) < 42:
-        raise ValueError(f"{len(rec)} bytes, shorter than a record head")
-    host_len = int.from_bytes(rec[40:42], "little")
-    at = 42 + host_len
-    profile_len = int.from_bytes(rec[at : at + 2], "little")
-    sig_at = at + 2 + profile_len
-    if len(rec) < sig_at + num_perm:
-        raise ValueError(f"{len(rec)} bytes, expected at least {sig_at + num_perm}")
-    host = rec[42:at].decode("utf-8", "surrogatepass")
-    profile = rec[at + 2 : sig_at]
-    signature = rec[sig_at : sig_at + num_perm]
-    url = _unpack_url(rec[sig_at + num_perm :], rec[42:at]).decode("utf-8", "surrogatepass")
-    return host, profile, signature, url
 
 
 class RedisStorage:
@@ -926,16 +271,7 @@ class RedisStorage:
                 # not chained: the parser's error may quote the url's parts (a traceback would show them)
                 raise StorageError(f"invalid Redis url {safe_url(self.url)}: {self._said(exc)}") from None
         client = self._client
-        for name, source in (
-            ("lookup", _LUA_LOOKUP),
-            ("fetch", _LUA_FETCH),
-            ("commit", _LUA_COMMIT),
-            ("lookup_or_insert", _LUA_LOOKUP_OR_INSERT),
-            ("init", _LUA_INIT),
-            ("heads", _LUA_HEADS),
-            ("promote", _LUA_PROMOTE),
-            ("parents_hosts", _LUA_PARENTS_HOSTS),
-        ):
+        for name, source in _SCRIPTS.items():
             self._scripts[name] = client.register_script(source)
         try:
             client.ping()
@@ -964,7 +300,7 @@ class RedisStorage:
         """Refuse an index whose stored parameters (``HGETALL`` of ``params``) differ from ours."""
         if stored_raw:
             pairs = zip(stored_raw[::2], stored_raw[1::2], strict=True)
-            stored = {_text(name): json.loads(_text(value)) for name, value in pairs}
+            stored = {reply_text(name): json.loads(reply_text(value)) for name, value in pairs}
             differences = compare_parameters(stored, self._wanted)
             if differences:
                 raise ParameterMismatchError(self.where, differences)
@@ -1064,6 +400,13 @@ class RedisStorage:
         found, token = self._candidates(fields, answer, pinned_keys(keys).tolist())
         return found, token, None
 
+    def fetch_candidates(self, ids: I64Array, chance: ChanceFilter) -> DocBatch:
+        """:meth:`fetch` of ``ids`` less the chance hits (judged on the fetched records)."""
+        return fetch_without_chance_hits(self, ids, chance)
+
+    def flush(self) -> None:
+        """Nothing to do: every commit is applied when it is made."""
+
     def fetch(self, ids: I64Array) -> DocBatch:
         """Records of ``ids`` with their roots; from the lookup snapshot when it has them all."""
         wanted = [int(i) for i in ids]
@@ -1123,7 +466,7 @@ class RedisStorage:
         return found, token
 
     def _commit_args(self, commit: Commit) -> list[Any]:
-        """ARGV 1..14 of the commit script (see ``_LUA_APPLY``); takes the next sequence number."""
+        """ARGV 1..14 of the commit script (see ``lua/server_apply.lua``); takes the next sequence number."""
         record = commit.record
         skipped = commit.status == "skipped" or record is None
         if skipped or record is None:
@@ -1141,11 +484,11 @@ class RedisStorage:
             token,
             fields,
             payload,
-            _bytes(commit.host),  # any str, lone surrogates too (redis-py would refuse them)
-            _STATUS_CHAR[
+            redis_bytes(commit.host),  # any str, lone surrogates too (redis-py would refuse them)
+            STATUS_CHAR[
                 commit.status if commit.status == "revisit" else "skipped" if skipped else commit.status
             ],
-            _bytes(commit.canonical_host or ""),
+            redis_bytes(commit.canonical_host or ""),
             int(commit.nbytes),
             unions,
             ttl,
@@ -1186,11 +529,11 @@ class RedisStorage:
                 if int(parent) != -2:
                     ids.append(first + k)
                     parents.append(int(parent))
-                    hosts.append(codes.get(_text(name), len(codes)))
+                    hosts.append(codes.get(reply_text(name), len(codes)))
         if not ids:
             return 0
         id_arr = np.array(ids, dtype=np.int64)
-        roots = _roots(id_arr, np.array(parents, dtype=np.int64))
+        roots = record_roots(id_arr, np.array(parents, dtype=np.int64))
         chosen = origin_members(
             roots, np.array(hosts, dtype=np.int64), {codes[m]: codes[o] for m, o in origins.items()}, id_arr
         )
@@ -1216,7 +559,7 @@ class RedisStorage:
         documents: dict[str, int] = {}
         duplicated: dict[str, int] = {}
         for key, value in raw.items():
-            name = _text(key)
+            name = reply_text(key)
             kind, _, host = name.partition("|")
             if kind == "D":
                 documents[host] = int(value)
@@ -1242,7 +585,7 @@ class RedisStorage:
             for k, host in enumerate(hosts):
                 for table, raw in ((shared, replies[2 * k]), (canonical, replies[2 * k + 1])):
                     if raw:
-                        table[host] = {_text(o): int(n) for o, n in raw.items()}
+                        table[host] = {reply_text(o): int(n) for o, n in raw.items()}
             return shared, canonical
 
         pages = {h: c.pages for h, c in counts.items()}
@@ -1255,8 +598,8 @@ class RedisStorage:
         def read() -> list[Any]:
             pipe = client.pipeline(transaction=False)
             for host in hosts:
-                pipe.hgetall(_bytes(f"{self._base}:sh:{host}"))
-                pipe.hgetall(_bytes(f"{self._base}:cn:{host}"))
+                pipe.hgetall(redis_bytes(f"{self._base}:sh:{host}"))
+                pipe.hgetall(redis_bytes(f"{self._base}:cn:{host}"))
             return list(pipe.execute())
 
         return self._call(read, "mirror evidence")
@@ -1277,7 +620,7 @@ class RedisStorage:
             for k, head in enumerate(heads):
                 if len(head) < 16:
                     continue  # expired
-                parent, st, ham, sim, _ = _HEAD.unpack(bytes(head))
+                parent, st, ham, sim, _ = RECORD_HEAD.unpack(bytes(head))
                 ids.append(first + k)
                 parents.append(parent)
                 status.append(st)
@@ -1286,7 +629,7 @@ class RedisStorage:
         if not ids:
             return {}, []
         id_arr = np.array(ids, dtype=np.int64)
-        roots = _roots(id_arr, np.array(parents, dtype=np.int64))
+        roots = record_roots(id_arr, np.array(parents, dtype=np.int64))
         return summarize_clusters(
             roots,
             ids=id_arr,
@@ -1440,7 +783,7 @@ class RedisStorage:
         for row, doc in enumerate(ids):
             rec, root = self._cache[doc]
             host, profile, signature, url = self._unpack_tail(rec, doc)  # checks the length first
-            _, status, _, _, added[row] = _HEAD.unpack_from(rec, 0)
+            _, status, _, _, added[row] = RECORD_HEAD.unpack_from(rec, 0)
             simhashes[row] = int.from_bytes(rec[16:24], "little")
             digests.append(rec[24:40])
             signatures[row] = np.frombuffer(signature, dtype=STORED_DTYPE, count=num_perm)
@@ -1483,32 +826,6 @@ class RedisStorage:
                 host, _, _, url = self._unpack_tail(bytes(rec), -1)
                 out.append((url, host))
         return out
-
-
-def _roots(ids: I64Array, parents: I64Array) -> I64Array:
-    """Union-find roots of pages ``ids`` (sorted) given their parents; missing parents end a path.
-
-    A cycle is broken at its smallest id, like the Lua ``find``.
-    """
-    index = {int(d): k for k, d in enumerate(ids.tolist())}
-    pos = np.array([index.get(int(p), k) for k, p in enumerate(parents.tolist())], dtype=np.int64)
-    roots, _ = all_roots(pos)  # logs the cycles it breaks
-    return ids[roots]
-
-
-def _text(value: Any) -> str:
-    """A reply as text (lone surrogates kept; bytes that are not UTF-8 at all become U+FFFD)."""
-    if not isinstance(value, bytes):
-        return str(value)
-    try:
-        return value.decode("utf-8", "surrogatepass")
-    except UnicodeDecodeError:
-        return value.decode("utf-8", "replace")
-
-
-def _bytes(text: str) -> bytes:
-    """``text`` as UTF-8 bytes for Redis, lone surrogates included (round trip with :func:`_text`)."""
-    return text.encode("utf-8", "surrogatepass")
 
 
 __all__ = ["DEFAULT_URL", "STATUS_NAMES", "RedisStorage", "safe_url"]

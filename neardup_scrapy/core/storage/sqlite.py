@@ -40,12 +40,11 @@ import math
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from neardup_scrapy.core.hashing import mix64
 from neardup_scrapy.core.minhash import STORED_DTYPE
 from neardup_scrapy.core.mirrors import MirrorEvidence, MirrorLedger
 
@@ -63,125 +62,30 @@ from .base import (
     StorageError,
     U64Array,
     compare_parameters,
+    fetch_without_chance_hits,
     pinned_keys,
     rank_candidates,
 )
-from .members import cluster_member
+from .members import summarize_clusters
+from .sqlite_format import (
+    FORMAT,
+    SCHEMA,
+    bucket_key48,
+    damaged_record_sql,
+    from_db,
+    record_damage,
+    text_of,
+    to_db,
+)
 from .unionfind import all_roots, find_root, origin_members
+
+if TYPE_CHECKING:
+    from neardup_scrapy.core.chance import ChanceFilter
 
 logger = logging.getLogger(__name__)
 
-FORMAT = "neardup-sqlite/2"
-_S16 = np.uint64(16)
 _CHUNK = 500  # ids per IN (...) query
 _COUNTERS = ("pages", "unique", "exact", "near", "skipped", "bytes", "duplicate_bytes", "revisits")
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS docs (
-    id INTEGER PRIMARY KEY,
-    parent INTEGER NOT NULL,
-    status INTEGER NOT NULL,
-    similarity REAL,
-    hamming INTEGER NOT NULL,
-    added REAL NOT NULL,
-    simhash INTEGER NOT NULL,
-    digest BLOB NOT NULL,
-    signature BLOB,
-    host INTEGER NOT NULL,
-    url TEXT NOT NULL,
-    profile BLOB
-);
-CREATE TABLE IF NOT EXISTS buckets (key INTEGER NOT NULL, doc INTEGER NOT NULL, PRIMARY KEY (key, doc))
-    WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS hosts (
-    id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,
-    pages INTEGER NOT NULL DEFAULT 0, "unique" INTEGER NOT NULL DEFAULT 0,
-    exact INTEGER NOT NULL DEFAULT 0, near INTEGER NOT NULL DEFAULT 0,
-    skipped INTEGER NOT NULL DEFAULT 0, bytes INTEGER NOT NULL DEFAULT 0,
-    duplicate_bytes INTEGER NOT NULL DEFAULT 0, documents INTEGER NOT NULL DEFAULT 0,
-    duplicated INTEGER NOT NULL DEFAULT 0, revisits INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS clusters (root INTEGER NOT NULL, host INTEGER NOT NULL, n INTEGER NOT NULL,
-    PRIMARY KEY (root, host)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS shared (host INTEGER NOT NULL, other INTEGER NOT NULL, n INTEGER NOT NULL,
-    PRIMARY KEY (host, other)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS canonical (host INTEGER NOT NULL, other INTEGER NOT NULL, n INTEGER NOT NULL,
-    PRIMARY KEY (host, other)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS url_rules (writer TEXT PRIMARY KEY, state BLOB NOT NULL) WITHOUT ROWID;
-"""
-
-
-def bucket_key48(keys: U64Array) -> list[int]:
-    """48-bit mixes of 64-bit bucket keys (stored by SQLite in 6 bytes)."""
-    return [int(k) for k in (mix64(keys.astype(np.uint64)) >> _S16)]
-
-
-def _to_db(text: str) -> str | bytes:
-    """A url or host for SQLite: a string it cannot store as TEXT (a lone surrogate, valid in
-    Python and from ``json.loads``) is stored as its UTF-8 bytes (a BLOB) instead."""
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass")
-    return text
-
-
-def text_of(raw: bytes) -> str:
-    """A TEXT value as read from the file; bytes that are not UTF-8 (damage: SQLite does not check
-    what it is given) are kept as escapes rather than failing the whole query."""
-    return raw.decode("utf-8", "surrogateescape")
-
-
-def _from_db(value: Any) -> str:
-    """A url or host as stored by :func:`_to_db`."""
-    if isinstance(value, bytes):
-        try:
-            return value.decode("utf-8", "surrogatepass")
-        except UnicodeDecodeError:
-            return value.decode("utf-8", "replace")
-    return str(value)
-
-
-def record_damage(row: Sequence[Any], num_perm: int) -> str:
-    """What is wrong with a ``docs`` row as :meth:`SQLiteStorage.fetch` reads it (``id, simhash,
-    digest, signature, added, url, host, profile, status``); ``""`` for a sound one.
-
-    The checks are those of the values' types and sizes, which SQLite does not enforce (a column
-    declared ``INTEGER`` takes text): a record damaged so passes the integrity check at open.
-    """
-    _, simhash, digest, signature, added, url, host, profile, status = row
-    if type(simhash) is not int:
-        return f"SimHash is {type(simhash).__name__}, not an integer"
-    if not isinstance(digest, bytes) or len(digest) != 16:
-        return f"digest of {_size(digest)}, expected 16 bytes"
-    if signature is not None and (not isinstance(signature, bytes) or len(signature) != num_perm):
-        return f"signature of {_size(signature)}, expected {num_perm} bytes"
-    if type(added) not in (int, float) or not math.isfinite(added):
-        return f"time added is {added!r}, not a number"
-    if not isinstance(url, (str, bytes)) or not url:
-        return f"url is {url!r}"
-    if type(host) is not int:
-        return f"host id is {type(host).__name__}, not an integer"
-    if profile is not None and not isinstance(profile, bytes):
-        return f"profile is {type(profile).__name__}, not bytes"
-    if type(status) is not int or status not in STATUS_NAMES:
-        return f"status is {status!r}"
-    return ""
-
-
-def damaged_record_sql(num_perm: int) -> str:
-    """An SQL condition on a ``docs`` row that holds where :func:`record_damage` finds damage."""
-    return (
-        "typeof(simhash) != 'integer' OR typeof(digest) != 'blob' OR length(digest) != 16 "
-        "OR (signature IS NOT NULL AND (typeof(signature) != 'blob' "
-        f"OR length(signature) != {int(num_perm)})) "
-        "OR typeof(added) NOT IN ('integer', 'real') OR typeof(url) NOT IN ('text', 'blob') OR url = '' "
-        "OR typeof(host) != 'integer' OR (profile IS NOT NULL AND typeof(profile) != 'blob') "
-        "OR typeof(status) != 'integer' OR status NOT IN (0, 1, 2)"
-    )
 
 
 def _count(value: Any) -> int:
@@ -189,96 +93,8 @@ def _count(value: Any) -> int:
     return value if type(value) is int and value >= 0 else 0
 
 
-def _size(value: Any) -> str:
-    return f"{len(value)} bytes" if isinstance(value, bytes) else f"a {type(value).__name__}"
-
-
 def _signed64(value: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
-
-
-def summarize_clusters(
-    roots: I64Array,
-    *,
-    status: np.ndarray[Any, Any],
-    similarity: np.ndarray[Any, Any],
-    hamming: np.ndarray[Any, Any],
-    max_clusters: int,
-    max_members: int,
-    describe: Callable[[Sequence[int]], list[tuple[str, str]]],
-    ids: I64Array | None = None,
-    singletons: bool = False,
-) -> tuple[dict[int, int], list[dict[str, Any]]]:
-    """Cluster histogram and largest clusters from per-page roots (see ``IndexStorage.clusters``).
-
-    Args:
-        roots: cluster root of every page (row ``i`` is page ``ids[i]``).
-        status: stored status code per page.
-        similarity: similarity to the representative per page.
-        hamming: SimHash distance to the representative per page.
-        max_clusters: clusters listed.
-        max_members: members listed per cluster (representative first).
-        describe: ``ids -> [(url, host)]`` for the pages listed, called once with all of them
-            (a store that asks a server batches its round trips).
-        ids: page ids of the rows (default ``0..n-1``).
-        singletons: list clusters of one page too (after the larger ones, in id order).
-    """
-    if not len(roots):
-        return {}, []
-    if ids is None:
-        ids = np.arange(len(roots), dtype=np.int64)
-    unique_roots, sizes = np.unique(roots, return_counts=True)
-    multi = sizes > 1
-    hist = {int(s): int(c) for s, c in zip(*np.unique(sizes[multi], return_counts=True), strict=True)}
-    order = np.lexsort((unique_roots[multi], -sizes[multi]))[:max_clusters]
-    chosen = unique_roots[multi][order]
-    chosen_sizes = sizes[multi][order]
-    # clusters of one page (the full exports): the root is the page, in id order, described at once
-    lone = unique_roots[~multi][: max(max_clusters - len(chosen), 0)] if singletons else unique_roots[:0]
-    by_root = np.argsort(roots, kind="stable")
-    sorted_roots = roots[by_root]
-    plans: list[tuple[int, int, I64Array, list[int], list[int]]] = []
-    wanted: set[int] = set()
-    for root, size in zip(chosen.tolist(), chosen_sizes.tolist(), strict=True):
-        lo, hi = np.searchsorted(sorted_roots, [root, root + 1])
-        rows = by_root[lo:hi]
-        member_ids = ids[rows]
-        # Representative first (it is the root; ids grow in crawl order).
-        order_rows = np.argsort(np.where(member_ids == root, -1, member_ids), kind="stable")
-        rows = rows[order_rows][: max(max_members, 1000)]
-        listed_ids = [int(i) for i in ids[rows[: max(max_members, 1)]]]
-        host_ids = [int(i) for i in ids[rows[:1000]]]
-        plans.append((int(root), int(size), rows, listed_ids, host_ids))
-        wanted.update(listed_ids)
-        wanted.update(host_ids)
-        wanted.add(int(root))
-    lone_ids = lone.tolist()  # a cluster of one page is rooted at that page
-    asked = sorted(wanted.union(lone_ids))
-    info = dict(zip(asked, describe(asked), strict=True))
-    out: list[dict[str, Any]] = []
-    for root, size, rows, listed_ids, host_ids in plans:
-        members = []
-        for row, doc in zip(rows[:max_members].tolist(), listed_ids[:max_members], strict=True):
-            members.append(
-                cluster_member(
-                    info[doc][0], status[row], similarity[row], hamming[row], representative=doc == root
-                )
-            )
-        root_url = info[root][0] if root in info else (members[0]["url"] if members else "")
-        out.append(
-            {
-                "id": root_url,
-                "size": size,
-                "representative": root_url,
-                "hosts": sorted({info[i][1] for i in host_ids}),
-                "members": members,
-            }
-        )
-    for doc in lone_ids:
-        url, host = info[doc]
-        member = {"url": url, "status": "unique", "similarity": None, "hamming": None}
-        out.append({"id": url, "size": 1, "representative": url, "hosts": [host], "members": [member]})
-    return hist, out
 
 
 class SQLiteStorage:
@@ -343,7 +159,7 @@ class SQLiteStorage:
             db.execute("PRAGMA locking_mode=EXCLUSIVE")
             db.execute("PRAGMA cache_size=-65536")
             db.execute("BEGIN IMMEDIATE")
-            for statement in _SCHEMA.split(";"):
+            for statement in SCHEMA.split(";"):
                 if statement.strip():
                     db.execute(statement)
             columns = {str(r[1]) for r in db.execute("PRAGMA table_info(hosts)")}
@@ -429,7 +245,7 @@ class SQLiteStorage:
             'SELECT id, name, pages, "unique", exact, near, skipped, bytes, duplicate_bytes, documents, '
             "duplicated, revisits FROM hosts"
         ):
-            host_id, name = int(row[0]), _from_db(row[1])
+            host_id, name = int(row[0]), from_db(row[1])
             self._host_ids[name] = host_id
             self._host_names[host_id] = name
             self._counts[name] = HostCounts(
@@ -477,6 +293,10 @@ class SQLiteStorage:
     def flush(self) -> None:
         """Commit the open batch now."""
         self._flush()
+
+    def fetch_candidates(self, ids: I64Array, chance: ChanceFilter) -> DocBatch:
+        """:meth:`fetch` of ``ids`` less the chance hits (judged on the fetched records)."""
+        return fetch_without_chance_hits(self, ids, chance)
 
     def __len__(self) -> int:
         return self._next
@@ -560,7 +380,7 @@ class SQLiteStorage:
             simhashes[i] = simhash & 0xFFFFFFFFFFFFFFFF
             added[i] = when
             digests.append(bytes(digest))
-            urls.append(_from_db(url))
+            urls.append(from_db(url))
             hosts.append(self._host_names.get(host, ""))
             profiles.append(bytes(profile or b""))
             statuses.append(STATUS_NAMES[status])
@@ -611,7 +431,7 @@ class SQLiteStorage:
                     bytes(record.digest),
                     np.ascontiguousarray(record.signature, dtype=STORED_DTYPE).tobytes(),
                     self._host_id(record.host),
-                    _to_db(record.url),
+                    to_db(record.url),
                     bytes(record.profile),
                 ),
             )
@@ -800,7 +620,7 @@ class SQLiteStorage:
             part = id_list[start : start + _CHUNK]
             marks = ",".join("?" * len(part))
             for doc, url, host in db.execute(f"SELECT id, url, host FROM docs WHERE id IN ({marks})", part):
-                found[int(doc)] = (_from_db(url), self._host_names.get(host, "") if type(host) is int else "")
+                found[int(doc)] = (from_db(url), self._host_names.get(host, "") if type(host) is int else "")
         return [found.get(i, ("", "")) for i in id_list]
 
     def _begin(self) -> None:
@@ -863,7 +683,7 @@ class SQLiteStorage:
         host_id = self._host_ids.get(host)
         if host_id is None:
             db = self._require()
-            cursor = db.execute("INSERT INTO hosts (name) VALUES (?)", (_to_db(host),))
+            cursor = db.execute("INSERT INTO hosts (name) VALUES (?)", (to_db(host),))
             host_id = int(cursor.lastrowid or 0)
             self._host_ids[host] = host_id
             self._host_names[host_id] = host

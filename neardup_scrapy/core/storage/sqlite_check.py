@@ -32,7 +32,7 @@ from neardup_scrapy.core.simhash import block_masks
 from neardup_scrapy.core.sketch import host_salt, resource_keys, url_key
 
 from .base import StorageError
-from .sqlite import FORMAT, bucket_key48, record_damage, text_of
+from .sqlite_format import FORMAT, bucket_key48, record_damage, text_of
 from .unionfind import all_roots
 
 __all__ = ["Finding", "IndexCheck", "check_index"]
