@@ -122,14 +122,7 @@ class NearDupDetector:
         self._analyzer = PageAnalyzer(params)
         self._rule = PairRule(params)
         self._repeats = RepeatCache(repeat_cache, params.seed)
-        if storage is None or storage == "memory":
-            self.storage: IndexStorage = MemoryStorage(ttl=params.ttl)
-        elif isinstance(storage, str):
-            from .storage import open_storage
-
-            self.storage = open_storage(storage, ttl=params.ttl)
-        else:
-            self.storage = storage
+        self.storage: IndexStorage = _store(storage, params.ttl)
         self.storage.open(params.index_signature())
         self._examples = Examples(keep_excerpts)
         self._mirror_state = MirrorState(params, self.storage)
@@ -394,3 +387,14 @@ class NearDupDetector:
             # share of its documents that are copies falls)
             self._mirror_state.evidence_changed = True
         self._mirror_state.refresh(self.counts["pages"])
+
+
+def _store(storage: IndexStorage | str | None, ttl: float | None) -> IndexStorage:
+    """The store ``storage`` names (see :class:`NearDupDetector`), not opened yet."""
+    if storage is None or storage == "memory":
+        return MemoryStorage(ttl=ttl)
+    if isinstance(storage, str):
+        from .storage import open_storage
+
+        return open_storage(storage, ttl=ttl)
+    return storage
