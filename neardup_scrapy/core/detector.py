@@ -23,6 +23,11 @@ Per page, :meth:`NearDupDetector.check`:
    its own commit, and :meth:`NearDupDetector.settle` (before a report) makes the origin's page
    the representative of the clusters a mirror's page represents: arrival order decides which
    page came first, not which one is the original.
+
+The detector owns one collaborator per step: :class:`~.lookup.Lookup` (2: keys and candidates),
+:class:`~.decide.Decider` (2-3: the decision), :class:`~.commit.Committer` (4-5: the commit and
+the verdict), :class:`~.mirror_state.MirrorState` (the mirror hosts named so far) and
+:class:`~.excerpts.Examples` (the report's examples); it keeps the counts.
 """
 
 from __future__ import annotations
