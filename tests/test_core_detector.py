@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup_scrapy.core import NearDupDetector, ParameterError
-from neardup_scrapy.core.detector import _common_prefix_length
+from neardup_scrapy.core.excerpts import common_prefix_length
 from neardup_scrapy.core.params import DetectorParams
 
 RNG = random.Random(11)
@@ -389,4 +389,4 @@ def test_common_prefix_length_is_the_character_prefix(a: str, b: str, share: boo
     if share:
         b = a[: len(b)] + b
     expected = len(os.path.commonprefix([a, b]))  # noqa: RUF071 (the reference: a character prefix)
-    assert _common_prefix_length(a, b) == expected
+    assert common_prefix_length(a, b) == expected
