@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from neardup_scrapy.report import render_html
-from neardup_scrapy.report.html import MAX_HOSTS, MAX_TEXT_CHARS, diff_html
+from neardup_scrapy.report.html import MAX_HOSTS
+from neardup_scrapy.report.html_diff import MAX_TEXT_CHARS, diff_html
 from neardup_scrapy.report.synthetic import synthetic_report
 
 EVIL = '"><script>alert(1)</script><img src=x onerror=alert(2)>'

@@ -10,23 +10,31 @@ bidi overrides, isolates and marks, zero-width characters (see
 :mod:`~neardup_scrapy.report.escapes`) -- are shown as escapes (``\\u202e``, marked and
 named on hover), so a link to ``…\\u202etxt.exe`` cannot read ``…exe.txt``; in a link's target
 they are percent-encoded. The renderer
-caps every list again (see the ``MAX_*`` constants), so even an oversized report gives a page
+caps every list again (see the ``MAX_*`` constants here and in :mod:`.html_cells` and :mod:`.html_diff`; the charts are in :mod:`.html_charts`), so even an oversized report gives a page
 of bounded size; the near-pair diff works on excerpts of at most ``MAX_TEXT_CHARS``.
 """
 
 from __future__ import annotations
 
 import base64
-import difflib
 import hashlib
-import html
-import re
-import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from . import _fmt
-from .escapes import escape_char, is_invisible, shown
+from .html_cells import (
+    _e,
+    _isolated,
+    _list,
+    _map,
+    _more,
+    _num_cell,
+    _share_cell,
+    _str,
+    _url,
+)
+from .html_charts import _composition_svg, _histogram_svg, _top_hosts_svg
+from .html_diff import diff_html
 from .schema import STATUSES
 
 #: Rows of the host table shown.
@@ -41,23 +49,9 @@ MAX_MEMBERS = 50
 OPEN_CLUSTERS = 3
 #: Near-pair examples shown.
 MAX_EXAMPLES = 50
-#: Characters of main text the detector keeps per example page; a text this long was cut.
-EXCERPT_CHARS = 2000
-#: Characters of each example text that are compared and shown.
-MAX_TEXT_CHARS = 4000
-#: Equal passages longer than this many words are shortened in the diff view.
-DIFF_CONTEXT_WORDS = 24
-#: Characters of a url shown (the link keeps up to MAX_HREF characters).
-MAX_URL_CHARS = 160
-MAX_HREF = 2048
-#: Hosts in the "most duplicates" chart.
-TOP_HOSTS = 10
 #: Parameters listed.
 MAX_PARAMS = 60
 
-_COLORS = {"unique": "#4c78a8", "exact": "#d62728", "near": "#f28e2b", "skipped": "#9d9d9d"}
-_LABELS = {"unique": "unique", "exact": "exact duplicates", "near": "near duplicates", "skipped": "skipped"}
-_SAFE_HREF = re.compile(r"^https?://[^\s\"'<>`]+$", re.IGNORECASE)
 
 _CSS = """
 :root{--fg:#1d2330;--muted:#5f6b7a;--bg:#f6f7f9;--card:#fff;--line:#dde1e7;--accent:#4c78a8;
@@ -148,226 +142,6 @@ _SCRIPT = (
 )
 _SCRIPT_HASH = base64.b64encode(hashlib.sha256(_SCRIPT.encode()).digest()).decode()
 _CSP = f"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{_SCRIPT_HASH}'; img-src data:"
-
-
-def _e(value: Any) -> str:
-    """Escape any value for HTML text and attribute context."""
-    return html.escape(value if isinstance(value, str) else str(value), quote=True)
-
-
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ("" if value is None else str(value))
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _visible(text: str) -> str:
-    """``text`` escaped for HTML, its invisible characters shown as marked escapes."""
-    if text.isprintable():
-        return _e(text)
-    out = []
-    for char in text:
-        if is_invisible(char):
-            name = unicodedata.name(char, "")
-            title = f"U+{ord(char):04X} {name}".rstrip()
-            out.append(f'<span class="esc" title="{_e(title)}">{_e(escape_char(char))}</span>')
-        else:
-            out.append(_e(char))
-    return "".join(out)
-
-
-def _isolated(text: str, limit: int) -> str:
-    """A url or host as text: shortened, isolated left to right, invisible characters shown."""
-    return f'<bdi dir="ltr">{_visible(_fmt.clip(text, limit))}</bdi>'
-
-
-def _href(url: str) -> str:
-    """A link target with its invisible characters percent-encoded (the same address)."""
-    if url.isprintable():
-        return url
-    return "".join(
-        "".join(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass")) if is_invisible(c) else c
-        for c in url
-    )
-
-
-def _url(value: Any, limit: int = MAX_URL_CHARS) -> str:
-    """A url as a link (http/https only) or plain text; always escaped, isolated and shortened.
-
-    Links send no referrer (the page's referrer policy) and open in the same tab.
-    """
-    url = _str(value)
-    text = _isolated(url, limit)
-    title = f' title="{_e(shown(_fmt.clip(url, MAX_HREF)))}"' if len(url) > limit else ""
-    if len(url) <= MAX_HREF and _SAFE_HREF.match(url):
-        return f'<a class="url" href="{_e(_href(url))}"{title}>{text}</a>'
-    return f'<span class="url"{title}>{text}</span>'
-
-
-def _share_cell(value: Any) -> str:
-    number = _fmt.as_float(value)
-    width = 0.0 if number is None else min(max(number, 0.0), 1.0) * 100.0
-    data = "" if number is None else f"{number:.4f}"
-    # One element per cell: the bar is the cell's ::before, filled up to --s.
-    return f'<td class="num share" data-v="{data}" style="--s:{width:.1f}%">{_fmt.share(value)}</td>'
-
-
-def _num_cell(value: Any) -> str:
-    return f'<td class="num" data-v="{_fmt.as_int(value)}">{_fmt.count(value)}</td>'
-
-
-def _more(shown: int, total: int, what: str) -> str:
-    if total <= shown:
-        return ""
-    return f'<p class="note">{_fmt.count(total - shown)} more {what} not listed.</p>'
-
-
-# -- charts ------------------------------------------------------------------------------------
-
-
-def _nice_step(maximum: int, ticks: int = 4) -> int:
-    """A round tick step so that about ``ticks`` steps cover ``maximum``."""
-    raw = max(maximum / ticks, 1.0)
-    magnitude = 10 ** (len(str(int(raw))) - 1)
-    for factor in (1, 2, 5, 10):
-        if factor * magnitude >= raw:
-            return int(factor * magnitude)
-    return int(10 * magnitude)  # pragma: no cover - the loop always returns
-
-
-def _composition_svg(totals: Mapping[str, Any]) -> str:
-    """A stacked horizontal bar of unique / exact / near / skipped pages."""
-    parts = [(status, _fmt.as_int(totals.get(status))) for status in STATUSES]
-    whole = sum(n for _, n in parts)
-    width, height = 640, 34
-    out = [
-        f'<svg class="bar-chart" id="composition" viewBox="0 0 {width} {height}" preserveAspectRatio="none" '
-        f'role="img" aria-label="Pages by verdict">'
-    ]
-    if not whole:
-        out.append(f'<rect x="0" y="4" width="{width}" height="22" rx="4" fill="var(--bar)"/>')
-    x = 0.0
-    for status, n in parts:
-        if not n:
-            continue
-        w = width * n / whole
-        out.append(
-            f'<rect x="{x:.2f}" y="4" width="{max(w, 1.0):.2f}" height="22" fill="{_COLORS[status]}">'
-            f"<title>{_e(_LABELS[status])}: {_fmt.count(n)} ({_fmt.percent(n, whole)})</title></rect>"
-        )
-        x += w
-    out.append("</svg>")
-    legend = "".join(
-        f'<span><i class="dot" style="background:{_COLORS[s]}"></i>{_e(_LABELS[s])} '
-        f"{_fmt.count(n)} ({_fmt.percent(n, whole)})</span>"
-        for s, n in parts
-    )
-    return "".join(out) + f'<div class="legend">{legend}</div>'
-
-
-def _histogram_svg(cluster_sizes: Any) -> str:
-    """Bars of the number of clusters per cluster size, with axes and labels."""
-    bins = _fmt.size_bins(cluster_sizes)
-    if not bins:
-        return '<p class="note">No clusters of two or more pages.</p>'
-    width, height = 480, 260
-    left, right, top, bottom = 50, 8, 18, 44
-    plot_w, plot_h = width - left - right, height - top - bottom
-    peak = max(n for _, n in bins) or 1
-    step = _nice_step(peak)
-    y_max = step * -(-peak // step)
-    slot = plot_w / len(bins)
-    bar_w = max(min(slot * 0.7, 60.0), 2.0)
-    out = [
-        f'<svg class="chart" id="histogram" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="Number of clusters by cluster size">'
-    ]
-    for tick in range(0, y_max + 1, step):
-        y = top + plot_h - plot_h * tick / y_max
-        out.append(f'<line class="grid" x1="{left}" x2="{width - right}" y1="{y:.1f}" y2="{y:.1f}"/>')
-        out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{_fmt.count(tick)}</text>')
-    out.append(
-        f'<line class="axis" x1="{left}" x2="{width - right}" y1="{top + plot_h}" y2="{top + plot_h}"/>'
-    )
-    for i, (label, n) in enumerate(bins):
-        cx = left + slot * (i + 0.5)
-        h = plot_h * n / y_max
-        if n and h < 1.5:
-            h = 1.5
-        y = top + plot_h - h
-        out.append(
-            f'<rect x="{cx - bar_w / 2:.1f}" y="{y:.1f}" width="{bar_w:.1f}" height="{h:.1f}" rx="2" '
-            f'fill="{_COLORS["unique"]}"><title>size {_e(label)}: {_fmt.count(n)} clusters</title></rect>'
-        )
-        if n:
-            out.append(
-                f'<text class="val" x="{cx:.1f}" y="{y - 4:.1f}" text-anchor="middle">{_fmt.count(n)}</text>'
-            )
-        out.append(f'<text x="{cx:.1f}" y="{top + plot_h + 15}" text-anchor="middle">{_e(label)}</text>')
-    out.append(
-        f'<text x="{left + plot_w / 2:.1f}" y="{height - 6}" text-anchor="middle">'
-        "cluster size (pages per cluster)</text>"
-    )
-    out.append(
-        f'<text x="14" y="{top + plot_h / 2:.1f}" text-anchor="middle" '
-        f'transform="rotate(-90 14 {top + plot_h / 2:.1f})">clusters</text>'
-    )
-    out.append("</svg>")
-    return "".join(out)
-
-
-def _top_hosts_svg(hosts: list[Any], rows: int = TOP_HOSTS) -> str:
-    """Horizontal stacked bars (exact + near) of the listed hosts with most duplicates."""
-    ranked = sorted(
-        (_map(h) for h in hosts),
-        key=lambda h: -(_fmt.as_int(h.get("exact")) + _fmt.as_int(h.get("near"))),
-    )
-    ranked = [h for h in ranked[:rows] if _fmt.as_int(h.get("exact")) + _fmt.as_int(h.get("near"))]
-    if not ranked:
-        return '<p class="note">No duplicates.</p>'
-    width, row_h, label_w, value_w = 480, 22, 180, 50
-    height = row_h * len(ranked) + 8
-    plot_w = width - label_w - value_w
-    peak = max(_fmt.as_int(h.get("exact")) + _fmt.as_int(h.get("near")) for h in ranked) or 1
-    out = [
-        f'<svg class="chart" id="top-hosts" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="Hosts with most duplicate pages">'
-    ]
-    for i, h in enumerate(ranked):
-        y = 4 + i * row_h
-        exact, near = _fmt.as_int(h.get("exact")), _fmt.as_int(h.get("near"))
-        name = shown(_str(h.get("host")))
-        out.append(
-            f'<text x="{label_w - 8}" y="{y + 14}" text-anchor="end" direction="ltr" unicode-bidi="isolate">'
-            f"{_e(_fmt.clip(name, 25))}<title>{_e(_fmt.clip(name, 200))}</title></text>"
-        )
-        x = float(label_w)
-        for status, n in (("exact", exact), ("near", near)):
-            if not n:
-                continue
-            w = max(plot_w * n / peak, 1.0)
-            out.append(
-                f'<rect x="{x:.1f}" y="{y + 3}" width="{w:.1f}" height="{row_h - 7}" '
-                f'fill="{_COLORS[status]}"><title>{_e(_fmt.clip(name, 200))}: '
-                f"{_fmt.count(n)} {status}</title></rect>"
-            )
-            x += w
-        out.append(f'<text class="val" x="{x + 5:.1f}" y="{y + 14}">{_fmt.count(exact + near)}</text>')
-    out.append("</svg>")
-    legend = "".join(
-        f'<span><i class="dot" style="background:{_COLORS[s]}"></i>{_e(_LABELS[s])}</span>'
-        for s in ("exact", "near")
-    )
-    return "".join(out) + f'<div class="legend">{legend}</div>'
-
-
-# -- sections ----------------------------------------------------------------------------------
 
 
 def _totals_section(report: Mapping[str, Any]) -> str:
@@ -574,79 +348,6 @@ def _clusters_section(report: Mapping[str, Any]) -> str:
         "representative; similarity is the estimated Jaccard similarity of the main text with it, "
         f"Hamming the SimHash distance.</p>{body}</section>"
     )
-
-
-def _words(text: str) -> list[str]:
-    return text.split()
-
-
-def _equal_run(words: Sequence[str], first: bool, last: bool) -> str:
-    """An unchanged passage, shortened in the middle when it is long."""
-    keep = DIFF_CONTEXT_WORDS
-    if len(words) <= 2 * keep + 8:
-        return _e(" ".join(words))
-    if first and last:  # the whole text: show its start
-        head, tail = list(words[: 2 * keep]), []
-    else:
-        head = [] if first else list(words[:keep])
-        tail = [] if last else list(words[-keep:])
-    hidden = len(words) - len(head) - len(tail)
-    gap = f'<span class="gap">[&hellip; {_fmt.count(hidden)} identical words &hellip;]</span>'
-    return " ".join(p for p in (_e(" ".join(head)), gap, _e(" ".join(tail))) if p)
-
-
-def _cut_words(text: str) -> tuple[list[str], bool]:
-    """The words of an excerpt, and whether it was cut (its last word may be partial then)."""
-    cut = len(text) >= min(EXCERPT_CHARS, MAX_TEXT_CHARS)
-    words = text[:MAX_TEXT_CHARS].split()
-    if cut and len(words) > 1:
-        words.pop()
-    return words, cut
-
-
-def diff_html(a: str, b: str) -> tuple[str, str, bool]:
-    """Word-level diff of two texts as two escaped HTML fragments.
-
-    Words only in ``a`` are wrapped in ``<del>``, words only in ``b`` in ``<ins>``; long
-    unchanged passages are shortened. Both texts are cut to ``MAX_TEXT_CHARS`` first, so the
-    cost is bounded whatever the input. Excerpts end at a fixed length, so when one was cut
-    the differences after the last common passage are artefacts of the cut and are left out.
-
-    Args:
-        a: the first text (the representative).
-        b: the second text (the duplicate).
-
-    Returns:
-        ``(html_a, html_b, differs)``; ``differs`` is False when the shown texts are equal.
-    """
-    (wa, cut_a), (wb, cut_b) = _cut_words(a), _cut_words(b)
-    matcher = difflib.SequenceMatcher(None, wa, wb, autojunk=False)
-    opcodes = matcher.get_opcodes()
-    cut = cut_a or cut_b
-    if cut and any(op[0] == "equal" for op in opcodes):
-        while opcodes and opcodes[-1][0] != "equal":
-            opcodes.pop()
-    out_a: list[str] = []
-    out_b: list[str] = []
-    differs = False
-    for index, (tag, i1, i2, j1, j2) in enumerate(opcodes):
-        first, last = index == 0, index == len(opcodes) - 1
-        if tag == "equal":
-            whole = len(opcodes) == 1
-            run = _equal_run(wa[i1:i2], first, whole or (last and not cut))
-            out_a.append(run)
-            out_b.append(run)
-            continue
-        differs = True
-        if i2 > i1:
-            out_a.append(f"<del>{_e(' '.join(wa[i1:i2]))}</del>")
-        if j2 > j1:
-            out_b.append(f"<ins>{_e(' '.join(wb[j1:j2]))}</ins>")
-    if cut:
-        end = '<span class="gap">[&hellip; excerpt ends &hellip;]</span>'
-        out_a.append(end)
-        out_b.append(end)
-    return " ".join(out_a), " ".join(out_b), differs
 
 
 def _examples_section(report: Mapping[str, Any]) -> str:
