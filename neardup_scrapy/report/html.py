@@ -9,9 +9,10 @@ are isolated left to right (``<bdi dir="ltr">``) and their invisible characters 
 bidi overrides, isolates and marks, zero-width characters (see
 :mod:`~neardup_scrapy.report.escapes`) -- are shown as escapes (``\\u202e``, marked and
 named on hover), so a link to ``…\\u202etxt.exe`` cannot read ``…exe.txt``; in a link's target
-they are percent-encoded. The renderer
-caps every list again (see the ``MAX_*`` constants here and in :mod:`.html_cells` and :mod:`.html_diff`; the charts are in :mod:`.html_charts`), so even an oversized report gives a page
-of bounded size; the near-pair diff works on excerpts of at most ``MAX_TEXT_CHARS``.
+they are percent-encoded. The renderer caps every list again (see the ``MAX_*`` constants
+here, in :mod:`.html_cells` and in :mod:`.html_diff`), so even an oversized report gives a page
+of bounded size; the near-pair diff (:mod:`.html_diff`) works on excerpts of at most
+``MAX_TEXT_CHARS``; the charts are drawn by :mod:`.html_charts`.
 """
 
 from __future__ import annotations
