@@ -8,7 +8,9 @@ joins them with ``redis-cli --cluster create`` and waits for ``cluster_state:ok`
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -124,13 +126,41 @@ class LocalCluster:
         raise RuntimeError("the replicas of the local Redis Cluster did not catch up")
 
     def stop(self) -> None:
-        """Shut down every node and remove the cluster's files."""
+        """Shut down every node this cluster started and remove the cluster's files.
+
+        A node is stopped through its own pid file, so a port some other process took before
+        our node could bind it is never shut down by mistake."""
         for port in self.ports:
-            if port not in self.stopped:
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    _cli(port, "SHUTDOWN", "NOSAVE", timeout=5)
-                self.stopped.add(port)
+            if port in self.stopped:
+                continue
+            self.stopped.add(port)
+            pid = _pid_of(self.directory / f"redis-{port}.pid")
+            if pid is None:
+                continue  # this node never started
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                _cli(port, "SHUTDOWN", "NOSAVE", timeout=5)
+            deadline = time.monotonic() + 5
+            while _alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if _alive(pid):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _pid_of(pidfile: Path) -> int | None:
+    try:
+        return int(pidfile.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True
 
 
 def have_redis_server() -> bool:
@@ -142,7 +172,26 @@ def start_cluster(
     nodes: int = 6, replicas: int = 1, node_timeout_ms: int = 2000, ports: list[int] | None = None
 ) -> LocalCluster:
     """Start ``nodes`` nodes (``replicas`` per primary) on ``ports`` (default: free loopback ports;
-    each port + 10000 is its cluster bus) and form a cluster."""
+    each port + 10000 is its cluster bus) and form a cluster.
+
+    A port found free can be taken by another process before the node binds it; with ports of
+    its own choosing, a start whose nodes do not all answer is stopped and tried again on fresh
+    ports (three tries)."""
+    tries = 1 if ports is not None else 3
+    for attempt in range(tries):
+        try:
+            return _start_cluster(nodes, replicas, node_timeout_ms, ports)
+        except _NodesDidNotStart:
+            if attempt == tries - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+class _NodesDidNotStart(RuntimeError):
+    pass
+
+
+def _start_cluster(nodes: int, replicas: int, node_timeout_ms: int, ports: list[int] | None) -> LocalCluster:
     directory = Path(tempfile.mkdtemp(prefix="neardup-cluster-"))
     ports = list(ports) if ports is not None else _free_ports(nodes)
     cluster = LocalCluster(ports=ports, directory=directory)
@@ -168,10 +217,11 @@ def start_cluster(
                 capture_output=True,
                 timeout=10,
             )  # fmt: skip
-        deadline = time.monotonic() + 10
-        while any(_cli(p, "PING").strip() != "PONG" for p in ports):
+        deadline = time.monotonic() + 30
+        while silent := [p for p in ports if _cli(p, "PING").strip() != "PONG"]:
             if time.monotonic() > deadline:
-                raise RuntimeError("Redis cluster nodes did not start")
+                logs = {p: _log_tail(directory / f"redis-{p}.log") for p in silent}
+                raise _NodesDidNotStart(f"Redis cluster nodes did not start: {logs}")
             time.sleep(0.1)
         subprocess.run(
             [
@@ -189,3 +239,10 @@ def start_cluster(
     except BaseException:
         cluster.stop()
         raise
+
+
+def _log_tail(path: Path, lines: int = 3) -> str:
+    try:
+        return " | ".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"

@@ -4,6 +4,11 @@ The crawl's process kept its map of mirror hosts from the verdicts of each host'
 a resumed crawl (its index on disk already naming the mirror) fetched the mirror's queued
 requests until one of its pages came back checked: 16 of the 24 left in this setup. The map is
 now the index's own, sent whole after the open and whenever it changes.
+
+When the first crawl confirmed the mirror on few of its pages (the crawl's scheduling decides how
+many), the resumed crawl may, once idle, fetch the kept requests after all: the claim would not
+hold whatever those pages are (#35, ``neardup.mirrorskip``). Those fetches are counted in
+``neardup/mirror_requests_rescheduled`` and logged; any other fetch of the mirror is the defect.
 """
 
 from __future__ import annotations
@@ -59,6 +64,9 @@ def test_a_resumed_crawl_skips_the_mirror_its_index_knows(mode: str) -> None:
         assert second.returncode == 0, second.log[-3000:]
         fetched = len(mirror.hits) - before
     assert unfetched > 0  # the mirror had pages left to fetch when the crawl was paused
-    assert fetched == 0, f"the resumed crawl fetched {fetched} pages of the known mirror"
+    rescheduled = second.stat("neardup/mirror_requests_rescheduled")
+    assert fetched == rescheduled, f"the resumed crawl fetched {fetched} pages of the known mirror"
+    if rescheduled:  # only after the crawl went idle, on a claim too thin for the pages it left
+        assert "its claim would not hold whatever they are" in second.log
     assert second.stat("neardup/mirror_hosts") == 1
     assert "no longer" not in second.log
