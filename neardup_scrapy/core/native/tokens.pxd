@@ -55,11 +55,4 @@ cdef class Tokenizer:
 
     cdef int tokenize(self, const unsigned char *s, size_t n, U64Buf *out) except -1 nogil
     cdef int _emit(self, U64Buf *out, uint64_t h, uint8_t kind, uint8_t ndigits, uint8_t sep, uint32_t value) except -1 nogil
-    cdef int _piece(self, const unsigned char *s, size_t n, U64Buf *out, uint8_t sep) except -1 nogil
-    cdef int _normalised(self, const unsigned char *s, size_t n, U64Buf *out, uint8_t sep) except -1 nogil
-    cdef int _fold_run(self, const unsigned char *s, size_t n, U64Buf *out, uint8_t sep) except -1 nogil
-    cdef int _grow_fold(self, size_t need) except -1 nogil
-    cdef int _learn(self, const unsigned char *s, size_t n, uint64_t key, uint64_t check, U64Buf *out,
-                    uint8_t sep) except -1
-    cdef void _mask_dates(self, U64Buf *out) noexcept nogil
     cdef void join_names(self, U64Buf *out) noexcept nogil
