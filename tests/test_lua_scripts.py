@@ -7,7 +7,7 @@ from types import ModuleType
 
 import pytest
 
-from neardup_scrapy.core.storage import lua_scripts, redis_cluster, redis_store
+from neardup_scrapy.core.storage import lua_scripts, redis_cluster_scripts, redis_store_scripts
 
 #: Functions ``mirror.lua`` calls that each store defines before it.
 MIRROR_HOOKS = ("host_of", "root_of", "hosts_load", "hosts_save", "hosts_move", "bump")
@@ -17,7 +17,9 @@ def _defined(source: str) -> set[str]:
     return set(re.findall(r"^local function (\w+)", source, flags=re.MULTILINE))
 
 
-@pytest.mark.parametrize("store", [redis_store, redis_cluster], ids=["redis", "redis-cluster"])
+@pytest.mark.parametrize(
+    "store", [redis_store_scripts, redis_cluster_scripts], ids=["redis", "redis-cluster"]
+)
 def test_mirror_comes_after_the_hooks_it_calls(store: ModuleType) -> None:
     parts_of: dict[str, tuple[str, ...]] = store._SCRIPT_PARTS
     composed = [parts for parts in parts_of.values() if "mirror" in parts]
@@ -27,7 +29,9 @@ def test_mirror_comes_after_the_hooks_it_calls(store: ModuleType) -> None:
         assert set(MIRROR_HOOKS) <= _defined(before), parts
 
 
-@pytest.mark.parametrize("store", [redis_store, redis_cluster], ids=["redis", "redis-cluster"])
+@pytest.mark.parametrize(
+    "store", [redis_store_scripts, redis_cluster_scripts], ids=["redis", "redis-cluster"]
+)
 def test_every_function_a_script_calls_is_defined_once_before(store: ModuleType) -> None:
     scripts: dict[str, str] = store._SCRIPTS
     for name, source in scripts.items():

@@ -21,7 +21,7 @@ from neardup_scrapy.core import NearDupDetector
 from neardup_scrapy.core.storage import StorageError, open_storage
 from neardup_scrapy.core.storage.base import Commit, ParameterMismatchError
 from neardup_scrapy.core.storage.redis_cluster import RedisClusterStorage
-from neardup_scrapy.core.storage.redis_store import bucket_fields, pack_record
+from neardup_scrapy.core.storage.redis_common import bucket_fields, pack_record
 
 pytestmark = pytest.mark.redis
 
@@ -78,8 +78,8 @@ def test_pages_not_committed_are_ignored(redis_cluster_url: tuple[str, str]) -> 
     crashed = RedisClusterStorage(url, prefix=prefix)
     crashed.open(SIGNATURE)
     rec = record("http://127.0.0.1/a", seed=1)
-    crashed._begin(alloc=True)  # a writer that dies between its writes and its commit
-    crashed._write(crashed._next_id, pack_record(rec), bucket_fields(keys(1, 2)))
+    crashed._commits.begin(alloc=True)  # a writer that dies between its writes and its commit
+    crashed._records.write(crashed._commits.next_id, pack_record(rec), bucket_fields(keys(1, 2)))
     other = RedisClusterStorage(url, prefix=prefix)
     other.open(SIGNATURE)
     ids, token = other.lookup(keys(1, 2))
@@ -207,7 +207,7 @@ def test_page_table_past_its_first_chunk(redis_cluster_url: tuple[str, str]) -> 
     store = RedisClusterStorage(url, prefix=prefix)
     store.open(SIGNATURE)
     store._client.hset(f"{{{prefix}}}:m", "next", 2**20 - 2)  # ids cross into the page table's second chunk
-    store._next_id = -1
+    store._commits.next_id = -1
     a = record("http://127.0.0.1/a", seed=1)
     first = store.lookup_or_insert(keys(1), unique_commit(a, keys(1)))[2]
     assert first is not None and first.doc_id == 2**20 - 2
@@ -279,7 +279,7 @@ def test_records_past_the_ttl_leave_the_report_before_their_hash_expires(
         _, token = store.lookup(ks)
         commit = Commit(record=rec, keys=ks, token=token, host=rec.host, status=status)
         assert store.commit(commit) is not None
-    assert store._client.hlen(store._record_at(0)[0]) == 4  # every record is still stored
+    assert store._client.hlen(store._layout.record_at(0)[0]) == 4  # every record is still stored
     hist, largest = store.clusters(10, 10)
     assert hist == {2: 1}
     assert [m["url"] for m in largest[0]["members"]] == ["http://127.0.0.1/new", "http://127.0.0.2/new"]

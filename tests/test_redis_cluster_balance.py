@@ -18,14 +18,8 @@ from redis_cluster_support import LocalCluster
 from test_storage_conformance import SIGNATURE, record
 
 from neardup_scrapy.core.storage.base import Commit, StorageError
-from neardup_scrapy.core.storage.redis_cluster import (
-    CH_SPAN,
-    GROUPS,
-    SLOTS,
-    RedisClusterStorage,
-    key_slot,
-    spread_tags,
-)
+from neardup_scrapy.core.storage.redis_cluster import RedisClusterStorage
+from neardup_scrapy.core.storage.redis_cluster_layout import CH_SPAN, GROUPS, SLOTS, key_slot, spread_tags
 
 
 def _owner(slot: int, primaries: int) -> int:
@@ -48,9 +42,10 @@ def test_group_tags_split_evenly_over_primaries(primaries: int, prefix: str) -> 
 
 def test_record_hashes_spread_over_the_slots_at_every_count() -> None:
     store = RedisClusterStorage("redis://127.0.0.1:1/0", prefix="p")
-    store._group_bases = ["{" + t + "}" for t in spread_tags("p", GROUPS)]
+    store._layout.group_bases = ["{" + t + "}" for t in spread_tags("p", GROUPS)]
     slots = [
-        key_slot(store._record_at(doc)[0][1:].split("}")[0].encode()) for doc in range(0, 256 * 1024, 256)
+        key_slot(store._layout.record_at(doc)[0][1:].split("}")[0].encode())
+        for doc in range(0, 256 * 1024, 256)
     ]
     # every group's slot once in each run of 256 hashes
     assert all(len(set(slots[k : k + GROUPS])) == GROUPS for k in range(0, 1024, GROUPS))
@@ -152,7 +147,7 @@ def test_host_counts_added_once_after_a_failed_batch(
     url, prefix = redis_cluster_url
     store = RedisClusterStorage(url, prefix=prefix)
     store.open(SIGNATURE)
-    pipeline = store._pipeline
+    pipeline = store._scripts.pipeline
     failing = {"left": 1}
 
     def flaky(fill: Any, what: str) -> list[Any]:
@@ -161,19 +156,21 @@ def test_host_counts_added_once_after_a_failed_batch(
             raise StorageError("the cluster is down")
         return pipeline(fill, what)
 
-    monkeypatch.setattr(store, "_pipeline", flaky)
+    monkeypatch.setattr(store._scripts, "pipeline", flaky)
     pages = _pages(4, 1)
     results = []
     for rec, ks in pages[::2]:  # two originals of one host
         _, token = store.lookup(ks)
         results.append(store.commit(Commit(record=rec, keys=ks, token=token, host=rec.host, nbytes=100)))
     assert [r.host_pages for r in results if r] == [0, 2]  # the first's counts came with the second
-    assert not store._pending_counts
+    assert not store._counts.pending
     counts = store.host_counts()["h0.test"]
     assert (counts.pages, counts.unique, counts.bytes) == (2, 2, 200)
     # a retried batch (the same number) is skipped by the slots that have it
-    batch = store._count_batch
-    store._pending_counts.append((batch, {store._host_group(b"h0.test"): [b"h", b"h0.test", b"p", 5]}, b""))
-    store._flush_counts()
+    batch = store._counts.batch
+    store._counts.pending.append(
+        (batch, {store._layout.host_group(b"h0.test"): [b"h", b"h0.test", b"p", 5]}, b"")
+    )
+    store._counts.flush()
     assert store.host_counts()["h0.test"].pages == 2
     store.close()

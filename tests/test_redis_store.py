@@ -16,7 +16,8 @@ from test_storage_support import corpus, free_port, have_redis_server, private_r
 from neardup_scrapy.core import NearDupDetector
 from neardup_scrapy.core.params import DetectorParams
 from neardup_scrapy.core.storage.base import Commit, StorageError
-from neardup_scrapy.core.storage.redis_store import RedisStorage, pack_record, safe_url, unpack_tail
+from neardup_scrapy.core.storage.redis_common import pack_record, unpack_tail
+from neardup_scrapy.core.storage.redis_store import RedisStorage, safe_url
 from neardup_scrapy.core.storage.retry import RetryPolicy
 
 pytestmark = pytest.mark.redis
@@ -254,7 +255,7 @@ def test_lookup_or_insert_lost_reply_is_not_applied_twice(redis_url: tuple[str, 
     import redis
 
     store = opened(redis_url, retry=RetryPolicy(attempts=2, base_delay=0.0))
-    script = store._scripts["lookup_or_insert"]
+    script = store._scripts.registered["lookup_or_insert"]
     lost: list[int] = []
 
     def applied_then_lost(**kw: Any) -> Any:
@@ -264,7 +265,7 @@ def test_lookup_or_insert_lost_reply_is_not_applied_twice(redis_url: tuple[str, 
             raise redis.ConnectionError("reply lost (test)")
         return reply
 
-    store._scripts["lookup_or_insert"] = applied_then_lost
+    store._scripts.registered["lookup_or_insert"] = applied_then_lost
     ks = keys(4, 5)
     rec = record("http://127.0.0.1/a", seed=1)
     ids, _, result = store.lookup_or_insert(ks, Commit(record=rec, keys=ks, token=None, host=rec.host))
@@ -294,13 +295,13 @@ def test_pages_without_candidate_cost_one_round_trip(redis_url: tuple[str, str])
     store = RedisStorage(redis_url[0], prefix=redis_url[1])
     det = NearDupDetector(storage=store)
     calls: list[str] = []
-    run = store._run
+    run = store._scripts.run
 
     def counting(script: str, args: Any, what: str, **kw: Any) -> Any:
         calls.append(script)
         return run(script, args, what, **kw)
 
-    store._run = counting  # type: ignore[method-assign]
+    store._scripts.run = counting  # type: ignore[method-assign]
     statuses = [det.check(url, text=text).status for url, text, _ in corpus(6, 2, seed=13)]
     duplicates = sum(s != "unique" for s in statuses)
     assert statuses.count("unique") == 6 and duplicates == 12
@@ -325,8 +326,8 @@ def test_mirror_evidence_reads_the_rows_of_copying_hosts_only(redis_url: tuple[s
         if i < 10:  # the origin has pages of its own beyond the copied ones
             det.check(f"https://copy.example/{i}", text=text)
     read: list[list[str]] = []
-    tables = store._mirror_tables
-    store._mirror_tables = lambda hosts: read.append(hosts) or tables(hosts)  # type: ignore[method-assign]
+    tables = store._hosts._mirror_tables
+    store._hosts._mirror_tables = lambda hosts: read.append(hosts) or tables(hosts)  # type: ignore[method-assign]
     assert [(p.host, p.mirror_of) for p in det.mirror_pairs()] == [("copy.example", "origin.example")]
     assert read == [["copy.example"], ["origin.example"]]
     assert len(store.mirror_evidence().shared) == 42  # every host's rows, asked without thresholds

@@ -671,7 +671,7 @@ def _with_gaps(kind: str, make_store: Factory) -> tuple[IndexStorage, set[str], 
         first._client.delete(f"{first.prefix}:d:3")  # as if its record had expired
         gone.add("http://127.0.0.2/p3")
     if kind == "redis-cluster":
-        ids, _ = first._page_table()
+        ids, _ = first._exports.page_table()
         assert int(ids[-1]) + 1 > len(ids) == len(first)  # the ids have gaps
     return first, urls - gone, gone
 
