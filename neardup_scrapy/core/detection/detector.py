@@ -37,23 +37,24 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .analysis import PageAnalysis, PageAnalyzer
+from neardup_scrapy.core.analysis import PageAnalysis, PageAnalyzer
+from neardup_scrapy.core.excerpts import Examples
+from neardup_scrapy.core.hosts import host_of
+from neardup_scrapy.core.mirrors import MirrorPair
+from neardup_scrapy.core.params import DetectorParams, describe_banding
+from neardup_scrapy.core.repeats import RepeatCache
+from neardup_scrapy.core.sketch import Sketch
+from neardup_scrapy.core.storage.base import Commit, IndexStorage
+from neardup_scrapy.core.storage.memory import MemoryStorage
+from neardup_scrapy.core.urls import canonical_address
+from neardup_scrapy.core.verdict import Verdict
+from neardup_scrapy.core.verify import PairRule
+
 from .commit import EMPTY_KEYS, Committer, revisit_verdict, verdict
 from .decide import Decider, Match
-from .excerpts import Examples
-from .hosts import host_of
 from .lookup import Lookup
 from .mirror_state import MirrorState
-from .mirrors import MirrorPair
-from .params import DetectorParams, describe_banding
-from .repeats import RepeatCache
 from .report_data import build_report
-from .sketch import Sketch
-from .storage.base import Commit, IndexStorage
-from .storage.memory import MemoryStorage
-from .urls import canonical_address
-from .verdict import Verdict
-from .verify import PairRule
 
 logger = logging.getLogger(__name__)
 
@@ -399,7 +400,7 @@ def _store(storage: IndexStorage | str | None, ttl: float | None) -> IndexStorag
     if storage is None or storage == "memory":
         return MemoryStorage(ttl=ttl)
     if isinstance(storage, str):
-        from .storage import open_storage
+        from neardup_scrapy.core.storage import open_storage
 
         return open_storage(storage, ttl=ttl)
     return storage
