@@ -253,7 +253,7 @@ class Entries:
         from neardup_scrapy.cli.inputs.base import Unit
         from neardup_scrapy.cli.scanjobs import _analyse
 
-        analyzer = detector._analyzer
+        analyzer = detector._reader.analyzer
         payload = json.dumps({"url": url, "html": body.decode("utf-8", "replace")}).encode()
         record, analysis = _analyse(analyzer, Unit(number=1, kind="json", payload=payload), 10_000_000)
         if analysis is None:

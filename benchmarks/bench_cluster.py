@@ -71,7 +71,7 @@ class CountingRule:
 
     def __init__(self, detector: NearDupDetector) -> None:
         self.calls = 0
-        rule = detector._rule
+        rule = detector._indexer.rule
         judge, view = rule.judge, rule.view
 
         def counted_judge(*args: Any, **kwargs: Any) -> Any:

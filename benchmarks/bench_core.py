@@ -350,7 +350,7 @@ def _index_worker(n: int) -> None:
     for i in range(n - TAIL):
         url, host, sketch = pages.page()
         t0 = time.process_time()
-        det._check_sketch(url, host, sketch, "", 1000)
+        det._indexer.check_sketch(url, host, sketch, "", 1000)
         build_s += time.process_time() - t0
         if (i + 1) % step == 0 and n >= 1_000_000:
             elapsed = time.monotonic() - started
@@ -364,15 +364,15 @@ def _index_worker(n: int) -> None:
             url, host, sketch = pages.page()
             # Query = lookup + fetch (far hits dropped, candidates read) + decide (verify);
             # insert = the commit of the same page.
-            keys = det._lookup.keys(url, sketch)
+            keys = det._indexer.lookup.keys(url, sketch)
             t0 = time.process_time()
             ids, token = det.storage.lookup(keys)
             t1 = time.process_time()
-            candidates = det._lookup.candidates(ids, url, sketch)
+            candidates = det._indexer.lookup.candidates(ids, url, sketch)
             t2 = time.process_time()
-            match = det._decider.decide(url, sketch, candidates, False)
+            match = det._indexer.decider.decide(url, sketch, candidates, False)
             t3 = time.process_time()
-            det.storage.commit(det._committer.commit_for(url, host, sketch, match, token, 1000, keys))
+            det.storage.commit(det._indexer.committer.commit_for(url, host, sketch, match, token, 1000, keys))
             t4 = time.process_time()
             for name, seconds in zip(parts, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
                 parts[name].append(seconds * 1e6)

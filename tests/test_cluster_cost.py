@@ -132,14 +132,14 @@ def test_a_check_verifies_about_one_pair_per_cluster_not_every_member(html: bool
 
     detector = NearDupDetector(keep_excerpts=0, repeat_cache=0)
     verified = 0
-    judge = detector._rule.judge
+    judge = detector._indexer.rule.judge
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         nonlocal verified
         verified += 1
         return judge(*args, **kwargs)
 
-    detector._rule.judge = counted  # type: ignore[method-assign]
+    detector._indexer.rule.judge = counted  # type: ignore[method-assign]
 
     def check(n: int) -> Any:
         url = f"http://farm.test/p/{n}"

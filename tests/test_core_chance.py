@@ -87,13 +87,13 @@ def test_a_block_shared_by_chance_finds_no_candidate(store: str, algorithm: str,
     storage = SQLiteStorage(path=str(tmp_path / "index.sqlite")) if store == "sqlite" else None
     det = NearDupDetector(storage=storage, algorithm=algorithm)
     first, second = _pair(det, [40, 50, 60, 62])  # 4 bits apart: past simhash_distance (3)
-    det._check_sketch("https://a.example/1", "a.example", first, "", 1000)
-    keys = det._lookup.keys("https://b.example/2", second)
+    det._indexer.check_sketch("https://a.example/1", "a.example", first, "", 1000)
+    keys = det._indexer.lookup.keys("https://b.example/2", second)
     ids, _ = det.storage.lookup(keys)
     assert len(ids) == 1  # the block's bucket holds the first page
     if store == "memory":  # dropped by the store before fetching
-        assert det._lookup.candidates(ids, "https://b.example/2", second) is None
-    verdict = det._check_sketch("https://b.example/2", "b.example", second, "", 1000)
+        assert det._indexer.lookup.candidates(ids, "https://b.example/2", second) is None
+    verdict = det._indexer.check_sketch("https://b.example/2", "b.example", second, "", 1000)
     assert verdict.status == "unique"
     assert verdict.reason == "no candidate in the index"
     det.close()
@@ -104,8 +104,8 @@ def test_a_block_within_the_distance_stays_a_candidate(store: str, tmp_path: Pat
     storage = SQLiteStorage(path=str(tmp_path / "index.sqlite")) if store == "sqlite" else None
     det = NearDupDetector(storage=storage)
     first, second = _pair(det, [40, 50, 60])  # 3 bits apart: a candidate, verified (and rejected)
-    det._check_sketch("https://a.example/1", "a.example", first, "", 1000)
-    verdict = det._check_sketch("https://b.example/2", "b.example", second, "", 1000)
+    det._indexer.check_sketch("https://a.example/1", "a.example", first, "", 1000)
+    verdict = det._indexer.check_sketch("https://b.example/2", "b.example", second, "", 1000)
     assert verdict.status == "unique"
     assert verdict.reason == "1 candidate(s), none similar enough"
     det.close()
@@ -117,13 +117,13 @@ def test_the_same_address_stays_a_candidate_however_far(store: str, tmp_path: Pa
     storage = SQLiteStorage(path=str(tmp_path / "index.sqlite")) if store == "sqlite" else None
     det = NearDupDetector(storage=storage)
     first, second = _pair(det, [40, 50, 60, 62])
-    det._check_sketch("https://a.example/doc", "a.example", first, "", 1000)
+    det._indexer.check_sketch("https://a.example/doc", "a.example", first, "", 1000)
     hit = np.array([0], dtype=np.int64)
     for url in ("https://a.example/doc?print=1", "https://a.example/doc"):
-        batch = det._lookup.candidates(hit, url, second)
+        batch = det._indexer.lookup.candidates(hit, url, second)
         assert batch is not None and len(batch) == 1
     for url in ("https://a.example/doc2", "https://a.example/doc2?print=1"):
-        assert not det._lookup.candidates(hit, url, second)
+        assert not det._indexer.lookup.candidates(hit, url, second)
     det.close()
 
 
@@ -206,11 +206,11 @@ def test_the_memory_store_drops_the_rows_the_batch_rule_drops(url: str, others: 
     det = NearDupDetector()
     first, second = _pair(det, [40, 50, 60, 62])
     for other in others:
-        match = det._decider.no_candidate(False)
-        keys = det._lookup.keys(other, first)
-        det.storage.commit(det._committer.commit_for(other, "a.example", first, match, None, 1, keys))
+        match = det._indexer.decider.no_candidate(False)
+        keys = det._indexer.lookup.keys(other, first)
+        det.storage.commit(det._indexer.committer.commit_for(other, "a.example", first, match, None, 1, keys))
     ids = np.arange(len(others), dtype=np.int64)
-    chance = det._lookup.chance_filter(url, second)
+    chance = det._indexer.lookup.chance_filter(url, second)
     assert chance is not None
     batch = det.storage.fetch(ids)
     dropped = chance.chance_rows(batch.signatures, batch.simhashes, batch.urls)

@@ -238,7 +238,7 @@ def test_scope_host_only_compares_within_a_host() -> None:
 
 
 def test_ttl_forgets_old_pages(monkeypatch: pytest.MonkeyPatch) -> None:
-    import neardup_scrapy.core.detector as detector_module
+    import neardup_scrapy.core.detection.detector as detector_module
 
     now = [1_000_000.0]
     monkeypatch.setattr(detector_module.time, "time", lambda: now[0])

@@ -198,7 +198,7 @@ def test_repeat_cache_gives_the_same_verdicts() -> None:
         plain = NearDupDetector(scope=scope, repeat_cache=0)
         for url, body in _pages(3):
             assert cached.check(url, body).to_dict() == plain.check(url, body).to_dict()
-        assert cached._repeats.hits > 0 and plain._repeats.hits == 0
+        assert cached._reader.cache.hits > 0 and plain._reader.cache.hits == 0
         assert cached.report()["totals"] == plain.report()["totals"]
 
 
@@ -229,4 +229,4 @@ def test_repeat_cache_is_bounded_and_keyed_by_encoding() -> None:
     assert as_utf8.similarity is None or as_utf8.similarity < 1.0
     for i in range(10):
         det.check(f"http://127.0.0.1/{i}", f"<p>page {i} " * 30)
-    assert len(det._repeats) == 3
+    assert len(det._reader.cache) == 3

@@ -76,3 +76,43 @@ def test_the_command_line_and_the_scrapy_components_do_not_import_each_other() -
     assert len(scrapy_side) > 20
     for path in scrapy_side:
         assert "cli" not in _package_imports(path), path
+
+
+def _core_imports(path: Path) -> set[str]:
+    """The modules of ``neardup_scrapy.core`` a file imports, as dotted names (relative imports
+    resolved; ``from package import name`` gives ``package.name``)."""
+    import ast
+
+    package = path.relative_to(ROOT).with_suffix("").parts[:-1]
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else ()
+            module = ".".join((*base, *(node.module.split(".") if node.module else ())))
+            names.update(f"{module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return {name for name in names if name.startswith("neardup_scrapy.core.")}
+
+
+def test_core_packages_import_one_way() -> None:
+    """``core.detection`` (the detector, what uses the store) sits on ``core.storage``, which sits
+    on the rest of the core; only the public face (``core/__init__.py`` and the documented
+    ``core/exports.py``) re-exports from above."""
+    core = ROOT / "neardup_scrapy" / "core"
+    above = {
+        "neardup_scrapy/core": ("neardup_scrapy.core.storage.", "neardup_scrapy.core.detection."),
+        "neardup_scrapy/core/native": ("neardup_scrapy.core.storage.", "neardup_scrapy.core.detection."),
+        "neardup_scrapy/core/urlrules": ("neardup_scrapy.core.storage.", "neardup_scrapy.core.detection."),
+        "neardup_scrapy/core/storage": ("neardup_scrapy.core.detection.",),
+    }
+    facade = {core / "__init__.py", core / "exports.py"}
+    checked = 0
+    for folder, banned in above.items():
+        for path in sorted((ROOT / folder).glob("*.py")):
+            if path in facade:
+                continue
+            checked += 1
+            upward = sorted(name for name in _core_imports(path) if name.startswith(banned))
+            assert not upward, (path, upward)
+    assert checked > 30

@@ -5,9 +5,9 @@ glue around :class:`NearDupDetector`.
 """
 
 from .analysis import PageAnalysis, PageAnalyzer
-from .detector import NearDupDetector
+from .detection.detector import NearDupDetector
+from .detection.report_data import REPORT_FORMAT
 from .params import DetectorParams, ParameterError
-from .report_data import REPORT_FORMAT
 from .storage.base import IndexStorage, ParameterMismatchError, StorageError
 from .verdict import Verdict
 

@@ -10,8 +10,13 @@ the index lookup is skipped.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
 
+from .analysis import PageAnalysis, PageAnalyzer
+from .hosts import host_of
 from .native.sketch import digest_bytes, digest_text
+from .params import DetectorParams
 from .sketch import Sketch
 
 #: Characters of the main text kept per entry (for the report's side-by-side excerpts).
@@ -59,3 +64,46 @@ class RepeatCache:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+class RepeatingAnalyzer:
+    """A :class:`~.analysis.PageAnalyzer` behind a :class:`RepeatCache`: a body (``html``, also
+    when given with ``tree``; with ``scope="host"``, on the same host) seen recently byte for
+    byte is not parsed again, its analysis is rebuilt from the cache.
+
+    Args:
+        params: the detector parameters.
+        max_entries: bodies remembered; 0 disables the cache.
+    """
+
+    def __init__(self, params: DetectorParams, max_entries: int) -> None:
+        self.analyzer = PageAnalyzer(params)
+        self.cache = RepeatCache(max_entries, params.seed)
+        self._per_host = params.scope == "host"
+
+    def __call__(
+        self,
+        url: str,
+        html: bytes | str | None,
+        *,
+        text: str | None,
+        tree: Any,
+        encoding: str | None,
+        started: float | None,
+        parse: Callable[[], Any] | None,
+    ) -> PageAnalysis:
+        """The analysis of a page (arguments as for :class:`~.analysis.PageAnalyzer`)."""
+        key = None
+        if text is None and html is not None and self.cache.max_entries:
+            host = host_of(url)
+            key = self.cache.key(html, encoding, host if self._per_host else "")
+            repeat = self.cache.get(key)
+            if repeat is not None:
+                excerpt, sketch = repeat
+                return PageAnalysis(host, excerpt, sketch, None if sketch is not None else "no text")
+        analysis = self.analyzer(
+            url, html, text=text, tree=tree, encoding=encoding, started=started, parse=parse
+        )
+        if key is not None and analysis.skip_reason in (None, "no text"):
+            self.cache.put(key, analysis.excerpt, analysis.sketch)
+        return analysis

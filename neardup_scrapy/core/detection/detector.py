@@ -24,10 +24,11 @@ Per page, :meth:`NearDupDetector.check`:
    the representative of the clusters a mirror's page represents: arrival order decides which
    page came first, not which one is the original.
 
-The detector owns one collaborator per step: :class:`~.lookup.Lookup` (2: keys and candidates),
-:class:`~.decide.Decider` (2-3: the decision), :class:`~.commit.Committer` (4-5: the commit and
-the verdict), :class:`~.mirror_state.MirrorState` (the mirror hosts named so far) and
-:class:`~.excerpts.Examples` (the report's examples); it keeps the counts.
+The detector owns a collaborator per half of a check: :class:`~.repeats.RepeatingAnalyzer` (1,
+and the bodies seen before) and :class:`~.indexer.Indexer` (2-5, through :class:`~.lookup.Lookup`
+for keys and candidates, :class:`~.decide.Decider` for the decision and :class:`~.commit.Committer`
+for the commit and the verdict; the counts and the report's examples), and
+:class:`~.mirror_state.MirrorState` (the mirror hosts named so far).
 """
 
 from __future__ import annotations
@@ -37,23 +38,18 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .analysis import PageAnalysis, PageAnalyzer
-from .commit import EMPTY_KEYS, Committer, revisit_verdict, verdict
-from .decide import Decider, Match
-from .excerpts import Examples
-from .hosts import host_of
-from .lookup import Lookup
+from neardup_scrapy.core.analysis import PageAnalysis
+from neardup_scrapy.core.hosts import host_of
+from neardup_scrapy.core.mirrors import MirrorPair
+from neardup_scrapy.core.params import DetectorParams, describe_banding
+from neardup_scrapy.core.repeats import RepeatingAnalyzer
+from neardup_scrapy.core.storage.base import IndexStorage
+from neardup_scrapy.core.storage.memory import MemoryStorage
+from neardup_scrapy.core.verdict import Verdict
+
+from .indexer import Indexer
 from .mirror_state import MirrorState
-from .mirrors import MirrorPair
-from .params import DetectorParams, describe_banding
-from .repeats import RepeatCache
 from .report_data import build_report
-from .sketch import Sketch
-from .storage.base import Commit, IndexStorage
-from .storage.memory import MemoryStorage
-from .urls import canonical_address
-from .verdict import Verdict
-from .verify import PairRule
 
 logger = logging.getLogger(__name__)
 
@@ -93,13 +89,8 @@ class NearDupDetector:
         url_identity: bool = True,
         **params: Any,
     ) -> None:
-        self._init(
-            DetectorParams(threshold=threshold, algorithm=algorithm, **params),
-            storage,
-            keep_excerpts,
-            repeat_cache,
-            url_identity,
-        )
+        detector_params = DetectorParams(threshold=threshold, algorithm=algorithm, **params)
+        self._init(detector_params, storage, keep_excerpts, repeat_cache, url_identity)
 
     @classmethod
     def from_params(
@@ -124,22 +115,15 @@ class NearDupDetector:
         url_identity: bool = True,
     ) -> None:
         self.params = params
-        self._analyzer = PageAnalyzer(params)
-        self._rule = PairRule(params)
-        self._repeats = RepeatCache(repeat_cache, params.seed)
+        self._reader = RepeatingAnalyzer(params, repeat_cache)
         self.storage: IndexStorage = _store(storage, params.ttl)
         self.storage.open(params.index_signature())
-        self._examples = Examples(keep_excerpts)
         self._mirror_state = MirrorState(params, self.storage)
-        self._lookup = Lookup(params, self.storage, url_identity)
-        self._decider = Decider(params, self._rule, self.storage, url_identity)
-        self._committer = Committer(params, self.storage, self._lookup, self._decider, url_identity)
+        self._indexer = Indexer(params, self.storage, self._mirror_state, keep_excerpts, url_identity)
         #: Pages checked by this detector by what they added to the counts (``Verdict.counted``):
         #: ``pages`` is the sum of the other five.
-        self.counts: dict[str, int] = dict.fromkeys(
-            ("pages", "unique", "exact", "near", "skipped", "revisits"), 0
-        )
-        self.skip_reasons: dict[str, int] = {}
+        self.counts = self._indexer.counts
+        self.skip_reasons = self._indexer.skip_reasons
         self.started = time.time()
         logger.debug("neardup detector: %s", describe_banding(params))
         self._mirror_state.refresh(self.counts["pages"], force=True)
@@ -183,23 +167,11 @@ class NearDupDetector:
         Raises:
             StorageError: the store failed (after its own retries).
         """
-        host = host_of(url)
         if nbytes is None:
             nbytes = len(html) if html is not None else len(text or "")
-        repeat_key = None
-        if text is None and html is not None and self._repeats.max_entries:
-            repeat_key = self._repeats.key(html, encoding, host if self.params.scope == "host" else "")
-            repeat = self._repeats.get(repeat_key)
-            if repeat is not None:
-                excerpt, cached = repeat
-                if cached is None:
-                    return self._skip(url, host, "no text")
-                return self._check_sketch(url, host, cached, excerpt, nbytes, canonical=canonical)
-        analysis = self._analyzer(
+        analysis = self._reader(
             url, html, text=text, tree=tree, encoding=encoding, started=started, parse=parse
         )
-        if repeat_key is not None and analysis.skip_reason in (None, "no text"):
-            self._repeats.put(repeat_key, analysis.excerpt, analysis.sketch)
         return self.check_analysis(url, analysis, nbytes=nbytes, canonical=canonical)
 
     def analyze(
@@ -215,7 +187,7 @@ class NearDupDetector:
     ) -> PageAnalysis:
         """The per-page half of :meth:`check` (no index, no cache of repeated bodies); see
         :class:`~.analysis.PageAnalyzer` (``started`` and ``parse`` as in :meth:`check`)."""
-        return self._analyzer(
+        return self._reader.analyzer(
             url, html, text=text, tree=tree, encoding=encoding, started=started, parse=parse
         )
 
@@ -232,14 +204,14 @@ class NearDupDetector:
             StorageError: the store failed (after its own retries).
         """
         if analysis.sketch is None:
-            return self._skip(url, analysis.host, analysis.skip_reason or "no text")
-        return self._check_sketch(
+            return self._indexer.skip(url, analysis.host, analysis.skip_reason or "no text")
+        return self._indexer.check_sketch(
             url, analysis.host, analysis.sketch, analysis.excerpt, nbytes, canonical=canonical
         )
 
     def skip(self, url: str, reason: str) -> Verdict:
         """Count a page as skipped (not HTML, too large, opted out...) without checking it."""
-        return self._skip(url, host_of(url), reason)
+        return self._indexer.skip(url, host_of(url), reason)
 
     @property
     def revisits(self) -> int:
@@ -316,7 +288,7 @@ class NearDupDetector:
         return build_report(
             self.storage,
             self.params,
-            examples=self._examples.pairs[:max_examples],
+            examples=self._indexer.examples.pairs[:max_examples],
             max_clusters=max_clusters,
             max_members=max_members,
             max_hosts=max_hosts,
@@ -341,65 +313,13 @@ class NearDupDetector:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- internals -------------------------------------------------------------------------------
-
-    # -- internals -------------------------------------------------------------------------------
-    def _skip(self, url: str, host: str, reason: str) -> Verdict:
-        self.storage.commit(Commit(record=None, keys=EMPTY_KEYS, token=None, host=host, status="skipped"))
-        self.counts["pages"] += 1
-        self.counts["skipped"] += 1
-        self.skip_reasons[reason] = self.skip_reasons.get(reason, 0) + 1
-        return Verdict(
-            url=url, host=host, status="skipped", reason=reason, mirror_of=self._mirror_state.mirror_of(host)
-        )
-
-    def _check_sketch(
-        self, url: str, host: str, sketch: Sketch, raw: str, nbytes: int, *, canonical: str = ""
-    ) -> Verdict:
-        address = canonical_address(url, canonical or sketch.canonical)
-        exact_only = sketch.tokens < self.params.min_tokens
-        match, result = self._committer.index(
-            url, host, sketch, nbytes, address=address, exact_only=exact_only
-        )
-        if result is None:  # a revisit
-            self.counts["pages"] += 1
-            self.counts["revisits"] += 1
-            return revisit_verdict(
-                url, host, sketch, match, exact_only=exact_only, mirror_of=self._mirror_state.mirror_of(host)
-            )
-        replaced = self._committer.original_of(url, host, match, result, address)
-        self._count(host, match)
-        if match.status == "near":
-            self._examples.add_pair(
-                url,
-                raw,
-                root=match.root,
-                root_url=match.root_url,
-                similarity=match.similarity,
-                hamming=match.hamming,
-            )
-        if match.status == "unique" or replaced:
-            self._examples.keep_text(result.doc_id, raw)
-        mirror_of = self._mirror_state.mirror_of(host)
-        return verdict(url, host, sketch, match, result, exact_only, address, replaced, mirror_of)
-
-    def _count(self, host: str, match: Match) -> None:
-        """Count a committed page and read the mirror evidence again when due."""
-        self.counts["pages"] += 1
-        self.counts[match.status] += 1
-        if match.status != "unique" or host in self._mirror_state:
-            # a duplicate is new evidence; so is a page of its own on a host named a mirror (the
-            # share of its documents that are copies falls)
-            self._mirror_state.evidence_changed = True
-        self._mirror_state.refresh(self.counts["pages"])
-
 
 def _store(storage: IndexStorage | str | None, ttl: float | None) -> IndexStorage:
     """The store ``storage`` names (see :class:`NearDupDetector`), not opened yet."""
     if storage is None or storage == "memory":
         return MemoryStorage(ttl=ttl)
     if isinstance(storage, str):
-        from .storage import open_storage
+        from neardup_scrapy.core.storage import open_storage
 
         return open_storage(storage, ttl=ttl)
     return storage

@@ -9,14 +9,15 @@ from typing import Any
 
 import numpy as np
 
+from neardup_scrapy.core.hosts import host_of
+from neardup_scrapy.core.params import DetectorParams
+from neardup_scrapy.core.sketch import CANONICAL_TABLE, Sketch, canonical_key, resource_keys
+from neardup_scrapy.core.storage.base import Commit, CommitResult, DocRecord, IndexStorage, StorageError
+from neardup_scrapy.core.urls import canonical_address
+from neardup_scrapy.core.verdict import Status, Verdict
+
 from .decide import Decider, Match
-from .hosts import host_of
 from .lookup import Lookup
-from .params import DetectorParams
-from .sketch import CANONICAL_TABLE, Sketch, canonical_key, resource_keys
-from .storage.base import Commit, CommitResult, DocRecord, IndexStorage, StorageError
-from .urls import canonical_address
-from .verdict import Status, Verdict
 
 _MAX_COMMIT_ATTEMPTS = 20
 EMPTY_KEYS = np.empty(0, dtype=np.uint64)

@@ -5,9 +5,17 @@ from __future__ import annotations
 
 import logging
 
-from .mirrors import MirrorPair, copies, copies_most, mirror_pairs, settled, survives, undecided_pairs
-from .params import DetectorParams
-from .storage.base import IndexStorage
+from neardup_scrapy.core.mirrors import (
+    MirrorPair,
+    copies,
+    copies_most,
+    mirror_pairs,
+    settled,
+    survives,
+    undecided_pairs,
+)
+from neardup_scrapy.core.params import DetectorParams
+from neardup_scrapy.core.storage.base import IndexStorage
 
 logger = logging.getLogger(__name__)
 

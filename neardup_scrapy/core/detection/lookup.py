@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from .chance import ChanceFilter
-from .params import DetectorParams
-from .sketch import Sketch, resource_keys, url_key
-from .storage.base import DocBatch, IndexStorage
+from neardup_scrapy.core.chance import ChanceFilter
+from neardup_scrapy.core.params import DetectorParams
+from neardup_scrapy.core.sketch import Sketch, resource_keys, url_key
+from neardup_scrapy.core.storage.base import DocBatch, IndexStorage
 
 
 class Lookup:

@@ -15,13 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from .minhash import estimate_jaccard
-from .native.sketch import heads_agree
-from .params import DetectorParams
-from .simhash import hamming_many
-from .sketch import Sketch
-from .storage.base import DocBatch, IndexStorage
-from .verify import RULE_EXACT, RULE_MEMBER_COPY, PairRule, Passed, measured_similarity
+from neardup_scrapy.core.minhash import estimate_jaccard
+from neardup_scrapy.core.native.sketch import heads_agree
+from neardup_scrapy.core.params import DetectorParams
+from neardup_scrapy.core.simhash import hamming_many
+from neardup_scrapy.core.sketch import Sketch
+from neardup_scrapy.core.storage.base import DocBatch, IndexStorage
+from neardup_scrapy.core.verify import RULE_EXACT, RULE_MEMBER_COPY, PairRule, Passed, measured_similarity
 
 
 @dataclass

@@ -8,10 +8,10 @@ import math
 from importlib import metadata
 from typing import Any
 
-from .mirrors import mirror_pairs
-from .params import DetectorParams
-from .storage.base import IndexStorage
-from .urls import redact_url
+from neardup_scrapy.core.mirrors import mirror_pairs
+from neardup_scrapy.core.params import DetectorParams
+from neardup_scrapy.core.storage.base import IndexStorage
+from neardup_scrapy.core.urls import redact_url
 
 REPORT_FORMAT = "neardup-report/1"
 
@@ -127,8 +127,8 @@ def url_rules_section(storage: IndexStorage, max_hosts: int) -> dict[str, Any]:
     """The duplicate-url rules every process saved with the index, merged (see
     :meth:`~neardup_scrapy.core.urlrules.UrlRuleLearner.summary`); a state that cannot be read
     is left out."""
-    from .urlrules.learner import UrlRuleLearner
-    from .urlrules.rules import DEFAULT_MIN_SUPPORT
+    from neardup_scrapy.core.urlrules.learner import UrlRuleLearner
+    from neardup_scrapy.core.urlrules.rules import DEFAULT_MIN_SUPPORT
 
     states = []
     for blob in storage.url_rules().values():
