@@ -102,8 +102,9 @@ class NeardupUrlRulesMiddleware:
         self.runtime.on_close(self._finish, first=True)
         crawler.signals.connect(self._idle, signal=signals.spider_idle)
         jobdir = crawler.settings.get("JOBDIR")
-        self._saved_file = Path(jobdir) / SAVED_FILE if jobdir and self.planner is not None else None
-        if self._saved_file is not None:
+        self._paused: _PausedRequests | None = None
+        if jobdir and self.planner is not None:
+            self._paused = _PausedRequests(Path(jobdir) / SAVED_FILE, self.planner)
             crawler.signals.connect(self._resume, signal=signals.spider_opened)
 
     @classmethod
@@ -248,65 +249,10 @@ class NeardupUrlRulesMiddleware:
             raise DontCloseSpider
 
     # -- pause and resume (JOBDIR) -----------------------------------------------------------------
-    def _save_kept(self, spider: Any) -> None:
-        """Keep the requests set aside and the pages fetched in ``JOBDIR``: Scrapy's duplicate
-        filter remembers the skipped requests, so a resumed crawl could not schedule them again."""
-        assert self.planner is not None and self._saved_file is not None
-        kept = self.planner.kept_items()
-        if not kept:
-            self._saved_file.unlink(missing_ok=True)
-            return
-        tmp = self._saved_file.with_name(f".{SAVED_FILE}.{os.getpid()}.tmp")
-        entries: list[dict[str, Any]] = [{"page": url, "tag": tag} for url, tag in self.planner.pages()]
-        entries += [{"request": request.to_dict(spider=spider), "came": came} for request, came in kept]
-        try:
-            # like Scrapy's own queues in JOBDIR: requests hold bytes (body, headers)
-            tmp.write_bytes(pickle.dumps(entries, protocol=4))
-            os.replace(tmp, self._saved_file)
-        except (OSError, TypeError, ValueError, pickle.PicklingError) as exc:
-            tmp.unlink(missing_ok=True)
-            logger.error(
-                "neardup: cannot keep the %d skipped request(s) in %s (%s); a resumed crawl cannot "
-                "schedule them again if their rules are withdrawn",
-                len(kept),
-                self._saved_file,
-                exc,
-            )
-
     def _resume(self, spider: Any = None) -> None:
         """A resumed crawl takes back the requests kept aside and the pages fetched before."""
-        assert self.planner is not None and self._saved_file is not None
-        if not self._saved_file.exists():
-            return
-        from scrapy.utils.request import request_from_dict
-
-        again: list[Request] = []
-        kept = 0
-        try:
-            entries = pickle.loads(self._saved_file.read_bytes())
-        except Exception as exc:
-            logger.error("neardup: cannot read %s: %s", self._saved_file, exc)
-            return
-        for entry in entries:
-            try:
-                if "page" in entry:
-                    self.planner.fetched(entry["page"], entry.get("tag"))
-                    continue
-                request = request_from_dict(entry["request"], spider=spider)
-            except Exception as exc:
-                logger.warning(
-                    "neardup: a request kept in %s cannot be read back (%s)", self._saved_file, exc
-                )
-                continue
-            if entry.get("came") and self.planner.keep_resumed(request, request.url):
-                kept += 1
-            else:
-                again.append(request)
-        self._saved_file.unlink(missing_ok=True)
-        logger.info(
-            "neardup: %d skipped request(s) kept from the paused crawl, %d scheduled again", kept, len(again)
-        )
-        self._again.extend(again)  # scheduled again when the spider is first idle
+        assert self._paused is not None
+        self._again.extend(self._paused.resume(spider))  # scheduled again when the spider is first idle
 
     # -- closing -----------------------------------------------------------------------------------
     def _finish(self, runtime: NeardupRuntime, reason: str) -> None:
@@ -319,8 +265,8 @@ class NeardupUrlRulesMiddleware:
         self.stats.set_value("neardup/url_rules/valid", summary["valid"])
         if self.planner is not None:
             self.stats.set_value("neardup/predicted/kept", self.planner.kept)
-            if self._saved_file is not None:
-                self._save_kept(self.crawler.spider)
+            if self._paused is not None:
+                self._paused.save(self.crawler.spider)
         path = self.config.url_rules_file
         if path:
             try:
@@ -333,3 +279,70 @@ class NeardupUrlRulesMiddleware:
                 logger.error("neardup: cannot write NEARDUP_URL_RULES_FILE %s: %s", path, exc)
             else:
                 logger.info("neardup: %d valid url rule(s) written to %s", summary["valid"], path)
+
+
+class _PausedRequests:
+    """The url-rules middleware's requests kept aside, kept in ``JOBDIR`` across a pause: Scrapy's
+    duplicate filter remembers the skipped requests, so a resumed crawl could not schedule them
+    again. The pages fetched are kept with them (the requests' predictions name them)."""
+
+    def __init__(self, path: Path, planner: SkipPlanner[Request]) -> None:
+        self.path = path
+        self.planner = planner
+
+    def save(self, spider: Any) -> None:
+        """Keep the requests set aside and the pages fetched in the file (removed when no request
+        is kept)."""
+        kept = self.planner.kept_items()
+        if not kept:
+            self.path.unlink(missing_ok=True)
+            return
+        tmp = self.path.with_name(f".{SAVED_FILE}.{os.getpid()}.tmp")
+        entries: list[dict[str, Any]] = [{"page": url, "tag": tag} for url, tag in self.planner.pages()]
+        entries += [{"request": request.to_dict(spider=spider), "came": came} for request, came in kept]
+        try:
+            # like Scrapy's own queues in JOBDIR: requests hold bytes (body, headers)
+            tmp.write_bytes(pickle.dumps(entries, protocol=4))
+            os.replace(tmp, self.path)
+        except (OSError, TypeError, ValueError, pickle.PicklingError) as exc:
+            tmp.unlink(missing_ok=True)
+            logger.error(
+                "neardup: cannot keep the %d skipped request(s) in %s (%s); a resumed crawl cannot "
+                "schedule them again if their rules are withdrawn",
+                len(kept),
+                self.path,
+                exc,
+            )
+
+    def resume(self, spider: Any) -> list[Request]:
+        """Take back the pages fetched and the requests kept aside before the pause; the requests
+        to schedule again (their page did not come, or their rules no longer rewrite them)."""
+        if not self.path.exists():
+            return []
+        from scrapy.utils.request import request_from_dict
+
+        again: list[Request] = []
+        kept = 0
+        try:
+            entries = pickle.loads(self.path.read_bytes())
+        except Exception as exc:
+            logger.error("neardup: cannot read %s: %s", self.path, exc)
+            return []
+        for entry in entries:
+            try:
+                if "page" in entry:
+                    self.planner.fetched(entry["page"], entry.get("tag"))
+                    continue
+                request = request_from_dict(entry["request"], spider=spider)
+            except Exception as exc:
+                logger.warning("neardup: a request kept in %s cannot be read back (%s)", self.path, exc)
+                continue
+            if entry.get("came") and self.planner.keep_resumed(request, request.url):
+                kept += 1
+            else:
+                again.append(request)
+        self.path.unlink(missing_ok=True)
+        logger.info(
+            "neardup: %d skipped request(s) kept from the paused crawl, %d scheduled again", kept, len(again)
+        )
+        return again

@@ -3,28 +3,24 @@
 Per page it keeps: num_perm bytes of signature (128 at 128 permutations), 9 to 10 bytes
 per bucket entry (one per MinHash band, SimHash table and url), the profile (about 100 to 140
 bytes: the edit sketch and heading words), 16 bytes of digest, 8 of SimHash, ~20 of bookkeeping
-and the url's bytes.
+and the url's bytes. The records' columns are in :mod:`.memory_columns`.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from neardup_scrapy.core.chance import ChanceFilter
-from neardup_scrapy.core.columns import CHUNK_BITS, BytesColumn, Column, StringColumn
-from neardup_scrapy.core.minhash import STORED_DTYPE
+from neardup_scrapy.core.columns import Column
 from neardup_scrapy.core.mirrors import MirrorEvidence, MirrorLedger
 from neardup_scrapy.core.multimap import KeyMultimap
-from neardup_scrapy.core.native.chance import drop_far_rows_in_columns
 
 from .base import (
     BUCKET_CAP,
     MAX_CANDIDATES,
-    STATUS_CODES,
     STATUS_NAMES,
     Commit,
     CommitResult,
@@ -36,6 +32,7 @@ from .base import (
     rank_candidates,
 )
 from .members import summarize_clusters
+from .memory_columns import PageColumns
 from .unionfind import all_roots, find_root, origin_members
 
 
@@ -50,39 +47,26 @@ class MemoryStorage:
     def __init__(self, ttl: float | None = None, **_: Any) -> None:
         self.ttl = ttl
         self._signature: dict[str, Any] | None = None
-        self._num_perm = 0
-        self._signature_width = 0
         self._buckets = KeyMultimap()
         self._hosts: dict[str, int] = {}
         self._host_names: list[str] = []
         self._host_counts: dict[str, HostCounts] = {}
         self._ledger = MirrorLedger()
-        self._urls = StringColumn()
-        self._profiles = BytesColumn()
-        self._host_of = Column(np.int32)
-        self._digests = Column(np.uint8, 16)
-        self._simhashes = Column(np.uint64)
-        self._signatures: Column | None = None
+        self._pages = PageColumns()
         self._parents = Column(np.int32)
-        self._status = Column(np.uint8)
-        self._similarity = Column(np.float16)
-        self._hamming = Column(np.int8)
-        self._added = Column(np.uint32)  # whole seconds since the epoch
         self._url_rules: dict[str, bytes] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
     def open(self, signature: Mapping[str, Any]) -> None:
         """Remember the parameters (nothing is persisted, so nothing can mismatch)."""
         self._signature = dict(signature)
-        self._num_perm = int(signature.get("num_perm", 128))
-        self._signatures = Column(STORED_DTYPE, self._num_perm)
-        self._signature_width = self._num_perm * np.dtype(STORED_DTYPE).itemsize  # bytes per row
+        self._pages.open(int(signature.get("num_perm", 128)))
 
     def close(self) -> None:
         """Nothing to release."""
 
     def __len__(self) -> int:
-        return len(self._urls)
+        return len(self._pages)
 
     # -- the three calls per page --------------------------------------------------------------
     def lookup(self, keys: U64Array) -> tuple[I64Array, object]:
@@ -111,31 +95,7 @@ class MemoryStorage:
     def drop_chance_hits(self, ids: I64Array, chance: ChanceFilter) -> I64Array:
         """``ids`` without the pages that share only a SimHash block with the page by chance
         (:mod:`~neardup_scrapy.core.chance`), judged on the columns before anything is fetched."""
-        assert self._signatures is not None, "open() first"
-        # With address keys, a far page may still be found by the page's address: only a url
-        # that starts with the page's resource can be, told from the stored bytes in place.
-        by_address = chance.by_address
-        kept, maybe_same = drop_far_rows_in_columns(
-            np.ascontiguousarray(ids, dtype=np.int64),
-            len(self._simhashes),
-            CHUNK_BITS,
-            self._simhashes.addresses,
-            self._signatures.addresses,
-            self._signature_width,
-            chance.simhash,
-            np.ascontiguousarray(chance.stored),
-            chance.bands,
-            chance.rows,
-            chance.max_distance,
-            self._urls.end_addresses if by_address else None,
-            self._urls.blob if by_address else b"",
-            chance.resource.encode("utf-8", "surrogatepass") if by_address else b"",
-        )
-        if maybe_same:
-            chance_rows = {row for row in maybe_same if not chance.same_address(self._urls[row])}
-            if chance_rows:
-                kept = kept[[row not in chance_rows for row in kept.tolist()]]
-        return kept
+        return self._pages.drop_chance_hits(ids, chance)
 
     def lookup_or_insert(
         self, keys: U64Array, provisional: Commit
@@ -152,20 +112,7 @@ class MemoryStorage:
 
     def fetch(self, ids: I64Array) -> DocBatch:
         """Records of ``ids`` with their cluster roots."""
-        assert self._signatures is not None, "open() first"
-        rows = ids.tolist()
-        return DocBatch(
-            ids=ids,
-            signatures=self._signatures.take(ids),
-            simhashes=self._simhashes.take(ids),
-            digests=[bytes(row) for row in self._digests.take(ids)],
-            roots=np.array([self._find(i) for i in rows], dtype=np.int64),
-            added=self._added.take(ids).astype(np.float64),
-            urls=[self._urls[i] for i in rows],
-            hosts=[self._host_names[h] for h in self._host_of.take(ids).tolist()],
-            profiles=[self._profiles[i] for i in rows],
-            statuses=[STATUS_NAMES[int(v)] for v in self._status.take(ids).tolist()],
-        )
+        return self._pages.take(ids, self._find, self._host_names)
 
     def commit(self, commit: Commit) -> CommitResult:
         """Apply ``commit`` (never conflicts in one process)."""
@@ -178,19 +125,10 @@ class MemoryStorage:
         if commit.status == "skipped" or commit.record is None:
             counts.skipped += 1
             return CommitResult(doc_id=-1, host_pages=counts.pages)
-        assert self._signatures is not None, "open() first"
         record = commit.record
-        doc_id = self._urls.append(record.url)
-        self._host_of.append(self._host_id(record.host))
-        self._digests.append(np.frombuffer(record.digest, dtype=np.uint8))
-        self._simhashes.append(record.simhash)
-        self._signatures.append(record.signature)
-        self._profiles.append(record.profile)
+        host_id = self._host_id(record.host)
+        doc_id = self._pages.append(record, host_id)
         self._parents.append(doc_id)
-        self._status.append(STATUS_CODES[record.status])
-        self._similarity.append(record.similarity)
-        self._hamming.append(record.hamming)
-        self._added.append(int(record.added or time.time()))
         for root, new_root in commit.unions:
             a, b = self._find(root), self._find(new_root)
             if a != b:
@@ -224,15 +162,9 @@ class MemoryStorage:
         root = self._find(doc_id)
         if root == doc_id:
             return False
-        status = int(self._status[doc_id])
+        status = self._pages.swap_verdicts(doc_id, root)
         self._parents[doc_id] = doc_id
         self._parents[root] = doc_id
-        self._status[root] = status
-        self._status[doc_id] = STATUS_CODES["unique"]
-        self._similarity[root] = self._similarity[doc_id]
-        self._hamming[root] = self._hamming[doc_id]
-        self._similarity[doc_id] = np.nan
-        self._hamming[doc_id] = -1
         name = STATUS_NAMES[status]
         if name != "unique":
             promoted, demoted = (
@@ -262,7 +194,7 @@ class MemoryStorage:
         }
         if not codes or not len(self):
             return 0
-        chosen = origin_members(self._all_roots(), self._host_of.all().astype(np.int64), codes)
+        chosen = origin_members(self._all_roots(), self._pages.host_of.all().astype(np.int64), codes)
         return sum(self.promote(doc) for doc in chosen)
 
     # -- lookups for reports ---------------------------------------------------------------------
@@ -282,12 +214,12 @@ class MemoryStorage:
             return {}, []
         return summarize_clusters(
             self._all_roots(),
-            status=self._status.all(),
-            similarity=self._similarity.all(),
-            hamming=self._hamming.all(),
+            status=self._pages.status.all(),
+            similarity=self._pages.similarity.all(),
+            hamming=self._pages.hamming.all(),
             max_clusters=max_clusters,
             max_members=max_members,
-            describe=lambda ids: [(self._urls[i], self._host_at(i)) for i in ids],
+            describe=lambda ids: [(self._pages.urls[i], self._host_at(i)) for i in ids],
             singletons=singletons,
         )
 
@@ -301,19 +233,7 @@ class MemoryStorage:
 
     def memory_bytes(self) -> int:
         """Bytes held by the arrays of this store."""
-        columns = (
-            self._host_of,
-            self._digests,
-            self._simhashes,
-            self._parents,
-            self._status,
-            self._similarity,
-            self._hamming,
-            self._added,
-        )
-        total = sum(c.nbytes for c in columns) + self._urls.nbytes + self._profiles.nbytes
-        total += self._buckets.nbytes
-        return total + (self._signatures.nbytes if self._signatures is not None else 0)
+        return self._pages.nbytes + self._parents.nbytes + self._buckets.nbytes
 
     # -- union-find ----------------------------------------------------------------------------
     def _find(self, doc_id: int) -> int:
@@ -326,7 +246,7 @@ class MemoryStorage:
         return roots
 
     def _host_at(self, doc_id: int) -> str:
-        return self._host_names[int(self._host_of[doc_id])]
+        return self._host_names[int(self._pages.host_of[doc_id])]
 
     def _host_id(self, host: str) -> int:
         host_id = self._hosts.get(host)

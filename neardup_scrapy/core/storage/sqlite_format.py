@@ -1,7 +1,7 @@
 """The disk store's file format: its schema, bucket keys, stored text and record checks.
 
-Shared by :mod:`.sqlite` (the store) and :mod:`.sqlite_check` (the offline check); the layout is
-described in :mod:`.sqlite`.
+Shared by the store (:mod:`.sqlite` and its ``sqlite_*`` collaborators) and :mod:`.sqlite_check`
+(the offline check); the layout is described in :mod:`.sqlite`.
 """
 
 from __future__ import annotations

@@ -5,8 +5,9 @@ framework); :class:`SkipPlanner` decides, before a download, whether a request n
 document already fetched. The Scrapy glue is :mod:`neardup_scrapy.urlrules`.
 """
 
+from .evidence import RULES_FORMAT, parse_state
 from .forms import UrlForm, decompose
-from .learner import RULES_FORMAT, UrlRuleLearner, parse_state
+from .learner import UrlRuleLearner
 from .planner import Prediction, SkipPlanner
 from .rules import DEFAULT_MIN_SUPPORT, Rule, RuleStats
 
