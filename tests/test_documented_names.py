@@ -271,7 +271,7 @@ def test_settings_exist() -> None:
 
 
 def test_test_environment_exists() -> None:
-    tests = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "tests").glob("*.py"))
+    tests = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "tests").rglob("*.py"))
     for name in TEST_ENVIRONMENT:
         assert f'"{name}"' in tests, name
 
