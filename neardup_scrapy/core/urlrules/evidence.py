@@ -34,7 +34,7 @@ class HostState:
 
     def compiled_rules(self) -> list[Rule]:
         """The valid rules that rewrite this host's own urls (aliases aside)."""
-        return [r for r in self.valid if r.kind != "alias"]
+        return [r for r in sorted(self.valid) if r.kind != "alias"]
 
 
 class Evidence:
@@ -134,7 +134,7 @@ class Evidence:
             for host, rule, stats in parse_state(state):
                 key = (host, rule)
                 others[key] = others[key].merged(stats) if key in others else stats
-        touched = {host for host, _ in set(others) | set(self.others)}
+        touched = sorted({host for host, _ in set(others) | set(self.others)})
         self.others = others
         self.others_by_host = {}
         for (host, rule), stats in others.items():
@@ -152,7 +152,7 @@ class Evidence:
             rules = set(self.hosts[name].stats) if name in self.hosts else set()
             rules |= set(self.others_by_host.get(name, ()))
             rows = []
-            for rule in rules:
+            for rule in sorted(rules):  # ties of the sort below keep this order
                 stats = self.stats(name, rule)
                 if not (stats.support or stats.counter or stats.saved):
                     continue

@@ -151,7 +151,7 @@ class UrlRuleLearner:
                 if touched is None:
                     touched = set(host.stats) | set(evidence.others_by_host.get(name, ())) | set(host.valid)
                 valid = set(host.valid)
-                for rule in touched:
+                for rule in sorted(touched):
                     if not evidence.stats(name, rule).valid(rule, self.min_support):
                         valid.discard(rule)
                     elif rule not in host.valid:
@@ -174,7 +174,7 @@ class UrlRuleLearner:
                 changed = keys.relink_aliases()
                 if changed:
                     self.version += 1
-                for name in changed:
+                for name in sorted(changed):  # refiling order decides which urls conflict
                     self._changed.add(name)
                     keys.rebuild(evidence.host(name))
 

@@ -260,7 +260,9 @@ class SkipPlanner(Generic[T]):
                 del self._by_key[key]
 
     def _refile(self, hosts: Iterable[str]) -> None:
-        for host in hosts:
+        # sorted: pages of aliased hosts share keys, and the first page filed under a key is
+        # the one predictions name
+        for host in sorted(hosts):
             pages = self._pages.get(host, {})
             for url in pages:
                 old = self._page_keys.get(url)

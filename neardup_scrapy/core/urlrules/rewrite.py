@@ -121,11 +121,11 @@ def link_aliases(
         return h
 
     for name, rules in valid:
-        for rule in rules:
+        for rule in sorted(rules):
             if rule.kind == "alias":
                 a, b = find(name), find(rule.name)
                 if a != b:
                     parent[max(a, b)] = min(a, b)
-    aliases = {h: find(h) for h in set(parent) | set(parent.values()) if find(h) != h}
+    aliases = {h: find(h) for h in sorted(set(parent) | set(parent.values())) if find(h) != h}
     changed = set(aliases) ^ set(before) | {h for h in aliases if before.get(h) != aliases[h]}
     return aliases, changed

@@ -129,12 +129,12 @@ class Rule:
         return cls(str(kind), *parts)
 
 
-def _kept_values(values: set[str]) -> list[str]:
-    """The value digests saved: the absent value's (validity asks for it) and enough others to
-    show ``MIN_VALUES`` and more."""
+def _kept_values(values: set[str], limit: int = 8) -> list[str]:
+    """The first ``limit`` value digests in a fixed order: the absent value's (validity asks
+    for it), then the others sorted (never the set's order, which varies between processes)."""
     absent = value_token("")
     head = [absent] if absent in values else []
-    return head + sorted(values - {absent})[: 8 - len(head)]
+    return head + sorted(values - {absent})[: limit - len(head)]
 
 
 def value_token(value: str) -> str:
@@ -201,10 +201,13 @@ class RuleStats:
 
     def merged(self, other: RuleStats) -> RuleStats:
         """This evidence plus another process's (supports and counts add up)."""
+        values = (
+            set(_kept_values(self.values | other.values, _MAX_VALUES)) if other.values else set(self.values)
+        )
         return RuleStats(
             support=self.support + other.support,
             counter=self.counter + other.counter,
-            values=set(list(self.values | other.values)[:_MAX_VALUES]) if other.values else set(self.values),
+            values=values,
             saved=self.saved + other.saved,
             examples=(self.examples + other.examples)[:MAX_EXAMPLES],
             counter_examples=(self.counter_examples + other.counter_examples)[:MAX_EXAMPLES],

@@ -4,7 +4,10 @@ planner's promise that a wrong rule costs a download, never a page."""
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -269,3 +272,56 @@ def test_redirects_and_canonical_links_are_witnesses_never_counter_examples() ->
     assert Rule("case") in learner.valid_rules("a.test")
     learner.observe_same(f"{HOST}/", f"{HOST}/about")  # a bogus canonical: nothing to learn, nothing refuted
     assert Rule("case") in learner.valid_rules("a.test")
+
+
+_REPLAY = """
+import json, random, sys
+from neardup_scrapy.core.urlrules import SkipPlanner, UrlRuleLearner
+rng = random.Random(3)
+learner = UrlRuleLearner(min_support=3)
+planner = SkipPlanner(learner, seed=7)
+out = []
+for k in range(8):  # aliased hosts; then a rule of both makes pages of each name one document
+    hosts = (f"http://a{k}.test", f"http://b{k}.test")
+    for d in range(3):
+        for host in hosts:
+            learner.observe(f"{host}/p/{d}", f"k{k}p{d}")
+    out.append(planner.withdrawn())
+    for host in hosts:
+        planner.fetched(f"{host}/q?s={host[7]}", "q")
+        learner.observe(f"{host}/q?s={host[7]}", f"k{k}q")
+    for n, host in enumerate(reversed(hosts)):  # each host learns the rule on its own pages
+        for d in range(3 * n, 3 * n + 3):
+            for view in "xy":
+                learner.observe(f"{host}/r/{d}?s={view}{d}", f"k{k}r{d}")
+    out.append(planner.withdrawn())
+    found = [planner.predict(f"{host}/q?s=z") for host in hosts]
+    out.append([p and [p.duplicate_of, p.rules, p.key] for p in found])
+slow, other = UrlRuleLearner(min_support=50), UrlRuleLearner(min_support=50)
+for d in range(60):  # more values than a rule keeps, own and loaded
+    for each in (slow, other):
+        for url in (f"http://c.test/p/{d}?sid={rng.getrandbits(64):016x}" for _ in range(2)):
+            each.observe(url, f"c{d}")
+    slow.observe(f"http://c.test/p/{d}", f"c{d}")
+slow.load([json.loads(json.dumps(other.state()))])
+for each in (learner, slow):
+    out += [each.hosts(), each.state(), each.summary()]
+    out += [(h, sorted(each.valid_rules(h))) for h in sorted(each.hosts())]
+json.dump(out, sys.stdout, sort_keys=True, default=repr)
+"""
+
+
+def test_learning_and_skipping_do_not_depend_on_the_hash_seed() -> None:
+    """The same observations give the same rules, saved evidence and predictions in processes
+    with different string hashes (set orders): no decision may follow a set's order."""
+
+    def replay(seed: str) -> str:
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run(
+            [sys.executable, "-c", _REPLAY], env=env, capture_output=True, text=True, check=True, timeout=120
+        )
+        return done.stdout
+
+    first = replay("1")
+    assert "Rule(kind='alias'" in first and "Rule(kind='value'" in first
+    assert first == replay("2")
