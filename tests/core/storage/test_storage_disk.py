@@ -183,7 +183,7 @@ def test_open_storage_kinds(tmp_path: Path) -> None:
     assert isinstance(open_storage("memory"), MemoryStorage)
     disk = open_storage("disk", path=str(tmp_path / "x.sqlite"), ttl=5)
     assert isinstance(disk, SQLiteStorage) and disk.ttl == 5
-    custom = open_storage("test_storage_disk.CustomStore", path="p", prefix="q")
+    custom = open_storage("tests.core.storage.test_storage_disk.CustomStore", path="p", prefix="q")
     assert isinstance(custom, CustomStore) and custom.args == ("p", None, "q")
     assert isinstance(custom, IndexStorage)
     with pytest.raises(StorageError, match="unknown storage"):
@@ -191,7 +191,7 @@ def test_open_storage_kinds(tmp_path: Path) -> None:
     with pytest.raises(StorageError, match="cannot import"):
         open_storage("nowhere.Store")
     with pytest.raises(StorageError, match="does not implement"):
-        open_storage("test_storage_disk.NotAStore")
+        open_storage("tests.core.storage.test_storage_disk.NotAStore")
 
 
 def test_open_storage_redis(monkeypatch: pytest.MonkeyPatch) -> None:
