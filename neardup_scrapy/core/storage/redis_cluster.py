@@ -102,6 +102,7 @@ from .base import (
     pinned_keys,
     rank_candidates,
 )
+from .cluster_codec import INLINE_BYTES, SHARD_LOAD, shard_field
 from .lua_scripts import lua_script
 from .members import summarize_clusters
 from .redis_common import (
@@ -123,7 +124,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 DEFAULT_CLUSTER_URL = "redis://127.0.0.1:7000/0"
-FORMAT = "neardup-redis-cluster/3"
+FORMAT = "neardup-redis-cluster/4"
 #: Page records per hash (``{T_k}:r:<id // RECORDS_PER_KEY>``): a dict of up to 256 entries keeps
 #: its table at 256 slots.
 RECORDS_PER_KEY = 256
@@ -145,8 +146,8 @@ MAX_GROUPS = 4096
 # which turns each counter change into a delta the client applies with ``counts``.
 _SCRIPT_PARTS: dict[str, tuple[str, ...]] = {
     "counts": ("cluster_counts",),
-    "group_read": ("shards", "cluster_group_read"),
-    "group_add": ("shards", "cluster_group_add"),
+    "group_read": ("linear_hash", "cluster_shards", "cluster_group_read"),
+    "group_add": ("linear_hash", "cluster_shards", "cluster_group_add"),
     "init": ("cluster_init",),
     "begin": ("cluster_begin",),
     "release": ("cluster_release",),
@@ -294,8 +295,7 @@ class RedisClusterStorage(RedisStorage):
                 f"cannot reach the Redis Cluster at {safe_url(self.url)}: {self._said(exc)}"
             ) from exc
         wanted = {k: json.loads(json.dumps(v, allow_nan=False)) for k, v in signature.items()}
-        load, maxval = self._listpack_limits()
-        self._init_args = [self._base, FORMAT, load, maxval, self.groups]
+        self._init_args = [self._base, FORMAT, SHARD_LOAD, INLINE_BYTES, self.groups]
         for name, value in sorted(wanted.items()):
             self._init_args += [name, json.dumps(value, allow_nan=False)]
         self._wanted = wanted
@@ -332,20 +332,6 @@ class RedisClusterStorage(RedisStorage):
             "it was created again, empty: pages checked before are forgotten",
             self.where,
         )
-
-    def _listpack_limits(self) -> tuple[int, int]:
-        """Shard load and bucket value limit that keep shards listpacks (read from one primary)."""
-        entries, value = 128, 64
-        try:
-            node = self._client.get_primaries()[0]
-            config = self._client.config_get("hash-max-*", target_nodes=node)
-            entries = int(
-                config.get("hash-max-listpack-entries") or config.get("hash-max-ziplist-entries") or 128
-            )
-            value = int(config.get("hash-max-listpack-value") or config.get("hash-max-ziplist-value") or 64)
-        except Exception as exc:
-            logger.debug("neardup: CONFIG GET not available (%r); assuming Redis defaults", exc)
-        return max(4, int(entries * 0.3)), max(8, min(value, 1024))
 
     def _begin(self, *, alloc: bool) -> None:
         """Read the commit counter (the next lookup's snapshot) and, with ``alloc``, take a doc id."""
@@ -586,7 +572,8 @@ class RedisClusterStorage(RedisStorage):
         def read(pipe: Any) -> None:
             for g in order:
                 base = self._group_bases[g]
-                self._script_in(pipe, sha, base, base, *(fields[k] for k in by_group[g]))
+                stored = [shard_field(fields[k], self.groups) for k in by_group[g]]
+                self._script_in(pipe, sha, base, base, *stored)
 
         replies = self._pipeline(read, "lookup")
         out: list[bytes] = [b""] * len(fields)
@@ -635,7 +622,7 @@ class RedisClusterStorage(RedisStorage):
         ids; in the same pipeline, the first ids of bucket ``read`` (returned; ``b""``: none)."""
         by_group: dict[int, list[bytes]] = {}
         for field in fields:
-            by_group.setdefault(field_group(field, self.groups), []).append(field)
+            by_group.setdefault(field_group(field, self.groups), []).append(shard_field(field, self.groups))
         sha = self._shas["group_add"]
         packed = struct.pack("<I", doc)
         ttl = 0 if self.ttl is None or not math.isfinite(self.ttl) else max(1, math.ceil(self.ttl))
@@ -654,7 +641,7 @@ class RedisClusterStorage(RedisStorage):
                 pipe.hdel(*self._record_at(old))
             if read is not None:
                 base = self._group_bases[field_group(read, self.groups)]
-                self._script_in(pipe, self._shas["group_read"], base, base, read)
+                self._script_in(pipe, self._shas["group_read"], base, base, shard_field(read, self.groups))
 
         replies = self._pipeline(write, "write")
         del self._orphans[: len(orphans)]
