@@ -20,6 +20,7 @@ from test_storage_support import corpus
 from neardup_scrapy.core import NearDupDetector
 from neardup_scrapy.core.storage import StorageError, open_storage
 from neardup_scrapy.core.storage.base import Commit, ParameterMismatchError
+from neardup_scrapy.core.storage.cluster_codec import SHARD_LOAD
 from neardup_scrapy.core.storage.redis_cluster import RedisClusterStorage
 from neardup_scrapy.core.storage.redis_store import bucket_fields, pack_record
 
@@ -331,5 +332,5 @@ def test_large_buckets_and_shard_splits_in_shard_strings(
     ]
     assert {store._client.strlen(key) % width for key in shards} == {0}
     assert sum(m.get("n", 0) for m in metas) == 300 * 31 + 1
-    assert len(shards) >= 300 * 31 // 128  # split while above 128 buckets a shard on average
+    assert len(shards) >= 300 * 31 // SHARD_LOAD  # split while above SHARD_LOAD buckets a shard
     store.close()

@@ -22,7 +22,8 @@ This store splits the index by hash tags (``P`` is the prefix; it may not contai
   random, 6 primaries got 43 +- 6.5 groups each). A bucket field (6 bytes, as in the
   single-server store) belongs to group ``u16(field[4:6]) mod groups``; each group is a small
   linear-hashing table of its own (``{T_k}:m`` level/split pointer/bucket count,
-  ``{T_k}:s:<n>`` listpack shards, ``{T_k}:o:<field>`` overflowed buckets), so a split
+  ``{T_k}:s:<n>`` shards, strings of (field, ``u32`` id) entries, the field without the byte
+  its group fixes (:mod:`.cluster_codec`); ``{T_k}:o:<field>`` overflowed buckets), so a split
   moves fields between keys of one slot.
 * ``{T_k}:r:<n>`` -- page records (packed as in the single-server store), 256 per hash, hash
   ``n = id // 256`` on group ``159 n mod groups``'s slot, field ``<id mod 256>``: consecutive
