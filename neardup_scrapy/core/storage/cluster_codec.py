@@ -11,9 +11,10 @@ from __future__ import annotations
 __all__ = ["INLINE_BYTES", "SHARD_LOAD", "shard_field"]
 
 #: Distinct bucket fields per shard, on average, above which linear hashing splits a shard (a shard
-#: of 256 fields is some 2.7 KB: one allocation, rewritten whole by each write to it; 128 took 13
-#: bytes a page more on the shared sets, in keys and their allocations).
-SHARD_LOAD = 256
+#: of 128 fields is some 1.3 KB: one allocation, rewritten whole by each write to it). 256 saved 13
+#: bytes a page on the shared sets, but left the primaries too few keys beside the serialisation
+#: slot's packed host tables: at 100,000 pages on 6 primaries, its primary held 25% more keys.
+SHARD_LOAD = 128
 #: Bytes of ids (4 each) a bucket keeps in its shard; a bucket that outgrows them moves its ids to a
 #: string of its own (``<group>:o:<field>``), as a listpack value past ``hash-max-listpack-value``.
 INLINE_BYTES = 64
