@@ -19,7 +19,9 @@ Starts a local cluster of its own (``--primaries`` primaries with one replica ea
 Per primary it prints the keys the workload added (``DBSIZE``), the growth of ``used_memory``
 less replication buffers (``mem_total_replication_buffers``: the backlog fills to 1 MB whatever
 the index), the share of the commands it ran (``INFO commandstats``, admin commands left out),
-each as a ratio to the mean over the primaries, and the bytes per page summed over the primaries;
+each as a ratio to the mean over the primaries, and the bytes per page summed over the primaries
+(with the part of it that is Redis 7's per-command latency histograms: one of some 24 KB for each
+command name a node runs for the first time, the index's commands included);
 then the acceptance of #34: keys and memory per primary within +-20% of their mean, no primary
 above 45% of the commands, at most 1,000 bytes per page.
 """
@@ -49,7 +51,16 @@ from neardup_scrapy.core.storage.redis_cluster import RedisClusterStorage  # noq
 
 SETS = ("eval-dev", "eval-docs", "eval-ref")
 #: Fields of ``INFO memory`` whose growth is shown too (summed over the primaries).
-PARTS = ("used_memory_dataset", "used_memory_overhead", "used_memory_scripts", "mem_clients_normal")
+PARTS = (
+    "used_memory_dataset",
+    "used_memory_overhead",
+    "used_memory_scripts",
+    "mem_clients_normal",
+    "mem_clients_slaves",
+    "mem_replication_backlog",
+    "mem_total_replication_buffers",
+    "mem_cluster_links",
+)
 #: Commands of the benchmark's own measuring and of the cluster's upkeep, not of the index.
 ADMIN = {"info", "dbsize", "config", "cluster", "command", "ping", "memory", "script", "client", "hello"}
 
@@ -70,7 +81,24 @@ def node_state(port: int) -> dict[str, int]:
             continue
         calls += int(dict(kv.split("=") for kv in stats.strip().split(","))["calls"])
     parts = {f: int(memory.get(f, "0")) for f in PARTS}
-    return {"keys": int(_cli(port, "DBSIZE").strip() or 0), "memory": used, "commands": calls, **parts}
+    histograms = _cli(port, "INFO", "latencystats").count("latency_percentiles_usec_")
+    return {
+        "keys": int(_cli(port, "DBSIZE").strip() or 0),
+        "memory": used,
+        "commands": calls,
+        "histograms": histograms,
+        **parts,
+    }
+
+
+def histogram_bytes(port: int) -> float:
+    """Bytes per latency histogram on the node: what ``CONFIG RESETSTAT`` frees, over the histograms
+    it drops (the node's command statistics are gone after it)."""
+    histograms = _cli(port, "INFO", "latencystats").count("latency_percentiles_usec_")
+    before = int(_cli(port, "INFO", "memory").split("used_memory:")[1].split()[0])
+    _cli(port, "CONFIG", "RESETSTAT")
+    after = int(_cli(port, "INFO", "memory").split("used_memory:")[1].split()[0])
+    return (before - after) / max(1, histograms)
 
 
 def slots_of(port: int) -> int:
@@ -157,13 +185,16 @@ def measure(cluster: LocalCluster, name: str, run: Any, prefix: str) -> dict[str
     cluster.wait_replicated()
     after = {p: node_state(p) for p in primaries}
     rows = {p: {k: after[p][k] - before[p][k] for k in after[p]} for p in primaries}
+    kinds = breakdown(cluster, prefix)
+    per_histogram = sum(histogram_bytes(p) for p in primaries) / len(primaries)
     return {
         "name": name,
         "pages": pages,
         "seconds": seconds,
         "rows": rows,
         "slots": {p: slots_of(p) for p in primaries},
-        "kinds": breakdown(cluster, prefix),
+        "kinds": kinds,
+        "per_histogram": per_histogram,
     }
 
 
@@ -193,6 +224,12 @@ def report(result: dict[str, Any]) -> bool:
         print(
             f"    {kind:<14} {count:>8,} keys {size / 1024:>10,.0f} KiB {size / max(1, pages):>8.1f} B/page"
         )
+    new_histograms = sum(r["histograms"] for r in rows.values())
+    print(
+        f"  latency histograms of commands first run on a primary during the fill: {new_histograms},"
+        f" {result['per_histogram']:,.0f} bytes each (Redis 7 latency-tracking; one per command name and"
+        f" node, not per page): {new_histograms * result['per_histogram'] / max(1, pages):.1f} B/page"
+    )
     serial = sum(size for kind, (_, size) in kinds.items() if kind.startswith("serial:"))
     print(f"    serialisation slot together: {serial / max(1, pages):.1f} B/page")
     bpp = sum(r["memory"] for r in rows.values()) / max(1, pages)

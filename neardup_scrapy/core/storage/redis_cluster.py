@@ -22,7 +22,8 @@ This store splits the index by hash tags (``P`` is the prefix; it may not contai
   random, 6 primaries got 43 +- 6.5 groups each). A bucket field (6 bytes, as in the
   single-server store) belongs to group ``u16(field[4:6]) mod groups``; each group is a small
   linear-hashing table of its own (``{T_k}:m`` level/split pointer/bucket count,
-  ``{T_k}:s:<n>`` listpack shards, ``{T_k}:o:<field>`` overflowed buckets), so a split
+  ``{T_k}:s:<n>`` shards, strings of (field, ``u32`` id) entries, the field without the byte
+  its group fixes (:mod:`.cluster_codec`); ``{T_k}:o:<field>`` overflowed buckets), so a split
   moves fields between keys of one slot.
 * ``{T_k}:r:<n>`` -- page records (packed as in the single-server store), 256 per hash, hash
   ``n = id // 256`` on group ``159 n mod groups``'s slot, field ``<id mod 256>``: consecutive
@@ -96,6 +97,7 @@ from .base import (
     U64Array,
     fetch_without_chance_hits,
 )
+from .cluster_codec import INLINE_BYTES, SHARD_LOAD
 from .redis_base import RedisBase
 from .redis_cluster_commit import ClusterCommits
 from .redis_cluster_counts import ClusterCounts
@@ -111,7 +113,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 DEFAULT_CLUSTER_URL = "redis://127.0.0.1:7000/0"
-FORMAT = "neardup-redis-cluster/3"
+FORMAT = "neardup-redis-cluster/4"
 
 
 class RedisClusterStorage(RedisBase):
@@ -201,8 +203,7 @@ class RedisClusterStorage(RedisBase):
                 f"cannot reach the Redis Cluster at {safe_url(self.url)}: {self._said(exc)}"
             ) from exc
         wanted = {k: json.loads(json.dumps(v, allow_nan=False)) for k, v in signature.items()}
-        load, maxval = self._listpack_limits()
-        self._init_args = [self._base, FORMAT, load, maxval, self._layout.groups]
+        self._init_args = [self._base, FORMAT, SHARD_LOAD, INLINE_BYTES, self._layout.groups]
         for name, value in sorted(wanted.items()):
             self._init_args += [name, json.dumps(value, allow_nan=False)]
         self._wanted = wanted
@@ -232,20 +233,6 @@ class RedisClusterStorage(RedisBase):
             "it was created again, empty: pages checked before are forgotten",
             self.where,
         )
-
-    def _listpack_limits(self) -> tuple[int, int]:
-        """Shard load and bucket value limit that keep shards listpacks (read from one primary)."""
-        entries, value = 128, 64
-        try:
-            node = self._client.get_primaries()[0]
-            config = self._client.config_get("hash-max-*", target_nodes=node)
-            entries = int(
-                config.get("hash-max-listpack-entries") or config.get("hash-max-ziplist-entries") or 128
-            )
-            value = int(config.get("hash-max-listpack-value") or config.get("hash-max-ziplist-value") or 64)
-        except Exception as exc:
-            logger.debug("neardup: CONFIG GET not available (%r); assuming Redis defaults", exc)
-        return max(4, int(entries * 0.3)), max(8, min(value, 1024))
 
     def close(self) -> None:
         """Give back an unused doc id when nobody took one since, and release the connections."""

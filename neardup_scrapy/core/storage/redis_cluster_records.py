@@ -7,6 +7,7 @@ import math
 import struct
 from typing import Any
 
+from .cluster_codec import shard_field
 from .redis_base import RedisBase
 from .redis_cluster_layout import ClusterLayout, field_group
 from .redis_cluster_scripts import ClusterScripts
@@ -33,7 +34,8 @@ class ClusterRecords:
         def read(pipe: Any) -> None:
             for g in order:
                 base = self._layout.group_bases[g]
-                self._scripts.script_in(pipe, sha, base, base, *(fields[k] for k in by_group[g]))
+                stored = [shard_field(fields[k], self._layout.groups) for k in by_group[g]]
+                self._scripts.script_in(pipe, sha, base, base, *stored)
 
         replies = self._scripts.pipeline(read, "lookup")
         out: list[bytes] = [b""] * len(fields)
@@ -84,7 +86,9 @@ class ClusterRecords:
         ids; in the same pipeline, the first ids of bucket ``read`` (returned; ``b""``: none)."""
         by_group: dict[int, list[bytes]] = {}
         for field in fields:
-            by_group.setdefault(field_group(field, self._layout.groups), []).append(field)
+            by_group.setdefault(field_group(field, self._layout.groups), []).append(
+                shard_field(field, self._layout.groups)
+            )
         sha = self._scripts.shas["group_add"]
         packed = struct.pack("<I", doc)
         ttl = (
@@ -109,7 +113,8 @@ class ClusterRecords:
                 pipe.hdel(*self._layout.record_at(old))
             if read is not None:
                 base = self._layout.group_bases[field_group(read, self._layout.groups)]
-                self._scripts.script_in(pipe, self._scripts.shas["group_read"], base, base, read)
+                stored = shard_field(read, self._layout.groups)
+                self._scripts.script_in(pipe, self._scripts.shas["group_read"], base, base, stored)
 
         replies = self._scripts.pipeline(write, "write")
         del self.orphans[: len(orphans)]

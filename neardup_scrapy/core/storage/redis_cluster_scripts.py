@@ -23,8 +23,8 @@ T = TypeVar("T")
 # which turns each counter change into a delta the client applies with ``counts``.
 _SCRIPT_PARTS: dict[str, tuple[str, ...]] = {
     "counts": ("cluster_counts",),
-    "group_read": ("shards", "cluster_group_read"),
-    "group_add": ("shards", "cluster_group_add"),
+    "group_read": ("linear_hash", "cluster_shards", "cluster_group_read"),
+    "group_add": ("linear_hash", "cluster_shards", "cluster_group_add"),
     "init": ("cluster_init",),
     "begin": ("cluster_begin",),
     "release": ("cluster_release",),

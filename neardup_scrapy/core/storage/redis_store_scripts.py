@@ -14,15 +14,16 @@ from .redis_common import UNIQUE_TAIL
 # ``server_apply`` is the commit shared by ``commit`` and ``lookup_or_insert``; ``mirror`` needs
 # the hooks of ``server_common`` (``host_of``) and ``server_hosts`` (the per-cluster host tables).
 _APPLY = ("server_hosts", "mirror", "server_promote_doc", "server_apply")
+_SHARDS = ("linear_hash", "shards")  # bucket fields in listpack shards
 _SCRIPT_PARTS: dict[str, tuple[str, ...]] = {
-    "lookup": ("shards", "server_common", "server_lookup"),
-    "fetch": ("shards", "server_common", "server_fetch"),
-    "commit": ("shards", "server_common", *_APPLY, "server_commit"),
-    "lookup_or_insert": ("shards", "server_common", *_APPLY, "server_lookup_or_insert"),
+    "lookup": (*_SHARDS, "server_common", "server_lookup"),
+    "fetch": (*_SHARDS, "server_common", "server_fetch"),
+    "commit": (*_SHARDS, "server_common", *_APPLY, "server_commit"),
+    "lookup_or_insert": (*_SHARDS, "server_common", *_APPLY, "server_lookup_or_insert"),
     "init": ("server_init",),
     "heads": ("server_heads",),
-    "promote": ("shards", "server_common", "server_hosts", "mirror", "server_promote_doc", "server_promote"),
-    "parents_hosts": ("shards", "server_common", "server_parents_hosts"),
+    "promote": (*_SHARDS, "server_common", "server_hosts", "mirror", "server_promote_doc", "server_promote"),
+    "parents_hosts": (*_SHARDS, "server_common", "server_parents_hosts"),
 }
 _SCRIPTS = {
     name: lua_script(parts, {"BUCKET_CAP": BUCKET_CAP, "UNIQUE_TAIL": UNIQUE_TAIL})

@@ -18,6 +18,7 @@ from redis_cluster_support import LocalCluster
 from neardup_scrapy.core import NearDupDetector
 from neardup_scrapy.core.storage import StorageError, open_storage
 from neardup_scrapy.core.storage.base import Commit, ParameterMismatchError
+from neardup_scrapy.core.storage.cluster_codec import SHARD_LOAD
 from neardup_scrapy.core.storage.redis_cluster import RedisClusterStorage
 from neardup_scrapy.core.storage.redis_common import bucket_fields, pack_record
 from tests.core.storage.test_storage_conformance import SIGNATURE, keys, record, unique_commit
@@ -227,10 +228,13 @@ def test_page_table_past_its_first_chunk(redis_cluster_url: tuple[str, str]) -> 
     store.close()
 
 
-@pytest.mark.parametrize("old", ["neardup-redis-cluster/1", "neardup-redis-cluster/2"])
+@pytest.mark.parametrize(
+    "old", ["neardup-redis-cluster/1", "neardup-redis-cluster/2", "neardup-redis-cluster/3"]
+)
 def test_an_index_of_another_layout_is_refused(redis_cluster_url: tuple[str, str], old: str) -> None:
-    """An index written by a version that kept one key per record (/1), or its groups and records
-    on slots hashed at random and a key per cluster (/2), is not read as an empty one."""
+    """An index written by a version that kept one key per record (/1), its groups and records
+    on slots hashed at random and a key per cluster (/2), or its buckets in listpack hashes (/3),
+    is not read as an empty one."""
     url, prefix = redis_cluster_url
     store = RedisClusterStorage(url, prefix=prefix)
     store.open(SIGNATURE)
@@ -238,7 +242,7 @@ def test_an_index_of_another_layout_is_refused(redis_cluster_url: tuple[str, str
     store.close()
     again = RedisClusterStorage(url, prefix=prefix)
     with pytest.raises(
-        ParameterMismatchError, match=f"layout: stored '{old}', requested 'neardup-redis-cluster/3'"
+        ParameterMismatchError, match=f"layout: stored '{old}', requested 'neardup-redis-cluster/4'"
     ):
         again.open(SIGNATURE)
 
@@ -283,4 +287,51 @@ def test_records_past_the_ttl_leave_the_report_before_their_hash_expires(
     hist, largest = store.clusters(10, 10)
     assert hist == {2: 1}
     assert [m["url"] for m in largest[0]["members"]] == ["http://127.0.0.1/new", "http://127.0.0.2/new"]
+    store.close()
+
+
+@pytest.mark.parametrize("groups", [1, 256])
+def test_large_buckets_and_shard_splits_in_shard_strings(
+    redis_cluster_url: tuple[str, str], groups: int
+) -> None:
+    """Buckets are entries of strings (field, then id): a bucket past 16 ids moves to an overflow
+    key, shards split by linear hashing, every bucket answers its ids in order, and a retried
+    write adds nothing."""
+    url, prefix = redis_cluster_url
+    store = RedisClusterStorage(url, prefix=prefix, groups=groups)
+    store.open(SIGNATURE)
+    own = [np.arange(31, dtype=np.uint64) * 2654435761 + 7 + np.uint64(31 * i) for i in range(300)]
+    shared = keys(123456789)
+    ids = [
+        store.commit(
+            unique_commit(record(f"http://127.0.0.1/{i}", seed=i), np.concatenate([ks, shared[: i < 40]]))
+        )
+        for i, ks in enumerate(own)
+    ]
+    docs = [done.doc_id for done in ids if done is not None]
+    assert len(docs) == 300
+    assert store.lookup(shared)[0].tolist() == docs[:40]  # through the overflow key
+    assert [store.lookup(own[i][5:6])[0].tolist() for i in (0, 150, 299)] == [
+        [docs[0]],
+        [docs[150]],
+        [docs[299]],
+    ]
+    store._records.write(
+        docs[-1], pack_record(record("http://127.0.0.1/299", seed=299)), bucket_fields(own[-1])
+    )  # the last page's entries again (a retry)
+    assert store.lookup(own[-1])[0].tolist() == [docs[-1]]
+    width = 10 if groups == 1 else 9  # the field's last byte is the group's when groups is 256
+    metas = [
+        {k.decode(): int(v) for k, v in store._client.hgetall(f"{b}:m").items()}
+        for b in store._layout.group_bases
+    ]
+    shards = [
+        f"{b}:s:{s}"
+        for b, m in zip(store._layout.group_bases, metas, strict=True)
+        if m
+        for s in range((1 << m.get("L", 0)) + m.get("p", 0))
+    ]
+    assert {store._client.strlen(key) % width for key in shards} == {0}
+    assert sum(m.get("n", 0) for m in metas) == 300 * 31 + 1
+    assert len(shards) >= 300 * 31 // SHARD_LOAD  # split while above SHARD_LOAD buckets a shard
     store.close()
