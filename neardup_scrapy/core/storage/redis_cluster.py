@@ -25,11 +25,12 @@ This store splits the index by hash tags (``P`` is the prefix; it may not contai
   ``{T_k}:s:<n>`` shards, strings of (field, ``u32`` id) entries, the field without the byte
   its group fixes (:mod:`.cluster_codec`); ``{T_k}:o:<field>`` overflowed buckets), so a split
   moves fields between keys of one slot.
-* ``{T_k}:r:<n>`` -- page records (packed as in the single-server store), 256 per hash, hash
-  ``n = id // 256`` on group ``159 n mod groups``'s slot, field ``<id mod 256>``: consecutive
-  hashes jump over the slot space (a golden-ratio stride), so any number of them is spread. A key
-  per record costs Redis about 110 bytes (key, object, entry, the cluster's slot index) beside
-  the record; a field of a hash about 40.
+* ``{T_k}:r:<n>`` -- page records (packed as in the single-server store), 256 per hash, four to
+  a field (:mod:`.cluster_codec`): hash ``n = id // 256`` on group ``159 n mod groups``'s slot,
+  field ``<(id // 4) mod 64>``, slot ``id mod 4`` in it. Consecutive hashes jump over the slot
+  space (a golden-ratio stride), so any number of them is spread. A key per record costs Redis
+  about 110 bytes (key, object, entry, the cluster's slot index) beside the record; a field of
+  its own about 88 with the allocator's rounding; a share of a field of four about 50.
 * ``{T_h}:hc``, ``{T_h}:sh:<host>``, ``{T_h}:cn:<host>`` -- the single-server store's host
   counters and mirror evidence (same fields), each host's on group ``h = crc32(host) mod
   groups``; ``{T_h}:n:<client>`` the last counter batch of a client applied there.
@@ -113,7 +114,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 DEFAULT_CLUSTER_URL = "redis://127.0.0.1:7000/0"
-FORMAT = "neardup-redis-cluster/4"
+FORMAT = "neardup-redis-cluster/5"
 
 
 class RedisClusterStorage(RedisBase):

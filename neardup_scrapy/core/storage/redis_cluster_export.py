@@ -115,7 +115,10 @@ class ClusterExports:
 
     def _describe(self, ids: Sequence[int]) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []
-        for rec in self._records.per_key("HGET", [self._layout.record_at(d) for d in ids], (), "clusters"):
+        places = [self._layout.record_at(d)[:2] for d in ids]
+        values = self._records.per_key("HGET", places, (), "clusters")
+        for doc, value in zip(ids, values, strict=True):
+            rec = self._records.record_of(value, doc)
             if not rec:
                 out.append(("", ""))
                 continue

@@ -7,11 +7,15 @@ import binascii
 import zlib
 from dataclasses import dataclass
 
+from .cluster_codec import RECORDS_PER_FIELD
 from .redis_common import redis_bytes
 
-#: Page records per hash (``{T_k}:r:<id // RECORDS_PER_KEY>``): a dict of up to 256 entries keeps
-#: its table at 256 slots.
-RECORDS_PER_KEY = 256
+#: Fields per hash of records: a dict of up to 64 entries keeps its table at 64 slots.
+FIELDS_PER_KEY = 64
+#: Page records per hash (``{T_k}:r:<id // RECORDS_PER_KEY>``), 4 to a field
+#: (:data:`~.cluster_codec.RECORDS_PER_FIELD`): 256, so that the hashes, the largest share of an
+#: index, are small and many (8,743 pages make 35 of them, spread over the primaries).
+RECORDS_PER_KEY = FIELDS_PER_KEY * RECORDS_PER_FIELD
 GROUPS = 256
 LOG_SIZE = 1024
 #: Clusters per hash of packed host tables (``{P}:ch:<root // CH_SPAN>``): at most 128 fields keep a
@@ -80,9 +84,14 @@ class ClusterLayout:
         """The group on whose slot a host's counters and mirror evidence live."""
         return zlib.crc32(host) % self.groups
 
-    def record_at(self, doc: int) -> tuple[str, bytes]:
-        """The hash and field of page ``doc``'s record."""
-        return self.record_key(doc // RECORDS_PER_KEY), b"%d" % (doc % RECORDS_PER_KEY)
+    def record_at(self, doc: int) -> tuple[str, bytes, int]:
+        """The hash, field and slot in the field of page ``doc``'s record."""
+        within = doc % RECORDS_PER_KEY
+        return (
+            self.record_key(doc // RECORDS_PER_KEY),
+            b"%d" % (within // RECORDS_PER_FIELD),
+            within % RECORDS_PER_FIELD,
+        )
 
     def record_key(self, n: int) -> str:
         """Hash ``n`` of records: on the slot of group ``n * RECORD_STRIDE mod groups`` -- the
@@ -93,6 +102,7 @@ class ClusterLayout:
 
 __all__ = [
     "CH_SPAN",
+    "FIELDS_PER_KEY",
     "GROUPS",
     "LOG_SIZE",
     "MAX_GROUPS",

@@ -7,7 +7,8 @@ import math
 import struct
 from typing import Any
 
-from .cluster_codec import shard_field
+from .base import StorageError
+from .cluster_codec import record_in, shard_field
 from .redis_base import RedisBase
 from .redis_cluster_layout import ClusterLayout, field_group
 from .redis_cluster_scripts import ClusterScripts
@@ -54,7 +55,7 @@ class ClusterRecords:
         def read(pipe: Any) -> None:
             self._scripts.script_in(pipe, sha, self._store._base, self._store._base, *ids)
             for doc in first:
-                pipe.hget(*self._layout.record_at(doc))
+                pipe.hget(*self._layout.record_at(doc)[:2])
 
         replies = self._scripts.pipeline(read, "fetch")
         roots = [int(r) for r in replies[0]]
@@ -64,22 +65,37 @@ class ClusterRecords:
             if roots[k] < 0:
                 continue  # not committed (being written, or left by a writer that crashed or conflicted)
             if k < len(first):
-                rec = replies[1 + k]
+                rec = self.record_of(replies[1 + k], doc)
                 if rec:
                     self._store._cache[doc] = (bytes(rec), roots[k])
                     live.add(doc)
             else:
                 later.append(doc)
         if later:  # more candidates than prefetched: their records in one more round trip
-            recs = self._scripts.pipeline(
-                lambda pipe: [pipe.hget(*self._layout.record_at(d)) for d in later], "fetch"
+            values = self._scripts.pipeline(
+                lambda pipe: [pipe.hget(*self._layout.record_at(d)[:2]) for d in later], "fetch"
             )
             index = {d: k for k, d in enumerate(ids)}
-            for doc, rec in zip(later, recs, strict=True):
+            for doc, value in zip(later, values, strict=True):
+                rec = self.record_of(value, doc)
                 if rec:
                     self._store._cache[doc] = (bytes(rec), roots[index[doc]])
                     live.add(doc)
         return live
+
+    def record_of(self, value: bytes | None, doc: int) -> bytes:
+        """Page ``doc``'s record in the value of its field (``b""``: none there).
+
+        Raises:
+            StorageError: the field's value is damaged (its lengths do not add up).
+        """
+        try:
+            return record_in(value, self._layout.record_at(doc)[2])
+        except ValueError as exc:
+            raise StorageError(
+                f"the field of page {doc}'s record in the neardup index at {self._store.where}"
+                f" is damaged ({exc})"
+            ) from exc
 
     def write(self, doc: int, payload: bytes, fields: list[bytes], read: bytes | None = None) -> bytes:
         """The page's record and bucket entries (not committed yet), and drop records of conflicted
@@ -97,20 +113,22 @@ class ClusterRecords:
             else max(1, math.ceil(self._store.ttl))
         )
         orphans = list(self.orphans)
-
-        key, field = self._layout.record_at(doc)
+        put = self._scripts.shas["record_put"]
+        key, field, slot = self._layout.record_at(doc)
+        dropped: dict[str, list[Any]] = {}
+        for old in orphans:
+            old_key, old_field, old_slot = self._layout.record_at(old)
+            dropped.setdefault(old_key, []).extend((old_field, old_slot, b""))
 
         def write(pipe: Any) -> None:
-            pipe.hset(key, field, payload)
-            if ttl:
-                pipe.expire(key, ttl)
+            self._scripts.script_on_key(pipe, put, key, ttl, field, slot, payload)
             for g, group_fields in sorted(by_group.items()):
                 base = self._layout.group_bases[g]
                 self._scripts.script_in(
                     pipe, sha, base, base, self._layout.load, self._layout.maxval, packed, *group_fields
                 )
-            for old in orphans:
-                pipe.hdel(*self._layout.record_at(old))
+            for old_key, triples in dropped.items():
+                self._scripts.script_on_key(pipe, put, old_key, 0, *triples)
             if read is not None:
                 base = self._layout.group_bases[field_group(read, self._layout.groups)]
                 stored = shard_field(read, self._layout.groups)
@@ -124,8 +142,11 @@ class ClusterRecords:
         """The 16-byte heads of the records of ``ids`` (``b""`` for none): a script per hash of
         records, in pipelines of 1000 hashes."""
         by_key: dict[str, list[int]] = {}
+        places: dict[str, list[Any]] = {}
         for k, doc in enumerate(ids):
-            by_key.setdefault(self._layout.record_at(doc)[0], []).append(k)
+            key, field, slot = self._layout.record_at(doc)
+            by_key.setdefault(key, []).append(k)
+            places.setdefault(key, []).extend((field, slot))
         keys = list(by_key)
         sha = self._scripts.shas["heads"]
         out: list[bytes] = [b""] * len(ids)
@@ -134,9 +155,7 @@ class ClusterRecords:
 
             def fill(pipe: Any, part: list[str] = part) -> None:
                 for key in part:
-                    fields = [self._layout.record_at(ids[k])[1] for k in by_key[key]]
-                    node = self._store._client.get_node_from_key(key)
-                    pipe.execute_command("EVALSHA", sha, 1, key, *fields, target_nodes=node)
+                    self._scripts.script_on_key(pipe, sha, key, *places[key])
 
             for key, reply in zip(part, self._scripts.pipeline(fill, "clusters"), strict=True):
                 for k, head in zip(by_key[key], reply, strict=True):
@@ -147,8 +166,8 @@ class ClusterRecords:
         """Bytes 4..7 of the records' heads (status, Hamming distance, similarity), by page."""
         by_key: dict[str, list[Any]] = {}
         for page, tail in tails.items():
-            key, field = self._layout.record_at(page)
-            by_key.setdefault(key, []).extend((field, tail))
+            key, field, slot = self._layout.record_at(page)
+            by_key.setdefault(key, []).extend((field, slot, tail))
         sha = self._scripts.shas["set_tail"]
         keys = list(by_key)
         for start in range(0, len(keys), 1000):
@@ -156,8 +175,7 @@ class ClusterRecords:
 
             def fill(pipe: Any, part: list[str] = part) -> None:
                 for key in part:
-                    node = self._store._client.get_node_from_key(key)
-                    pipe.execute_command("EVALSHA", sha, 1, key, *by_key[key], target_nodes=node)
+                    self._scripts.script_on_key(pipe, sha, key, *by_key[key])
 
             self._scripts.pipeline(fill, "promote")
         self._store._cache.clear()

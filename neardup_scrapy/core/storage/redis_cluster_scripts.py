@@ -31,9 +31,10 @@ _SCRIPT_PARTS: dict[str, tuple[str, ...]] = {
     "status": ("cluster_table", "cluster_status"),
     "table": ("cluster_table_range",),
     "commit": ("cluster_table", "mirror", "cluster_promote_in_table", "cluster_commit"),
-    "heads": ("cluster_heads",),
+    "heads": ("cluster_records", "cluster_heads"),
     "promote": ("cluster_table", "cluster_promote_in_table", "cluster_promote"),
-    "set_tail": ("cluster_set_tail",),
+    "record_put": ("cluster_records", "cluster_record_put"),
+    "set_tail": ("cluster_records", "cluster_set_tail"),
 }
 _SCRIPTS = {
     name: lua_script(parts, {"BUCKET_CAP": BUCKET_CAP, "CH_SPAN": CH_SPAN})
@@ -63,6 +64,12 @@ class ClusterScripts:
         gets ``MOVED``, and redis-py then sends the call again by itself, routed by its key.
         """
         key = f"{key_base}:m"
+        node = self._store._client.get_node_from_key(key)
+        pipe.execute_command("EVALSHA", sha, 1, key, *args, target_nodes=node)
+
+    def script_on_key(self, pipe: Any, sha: str, key: str, *args: Any) -> None:
+        """Queue script ``sha`` on the slot of ``key`` (its one key) in a cluster pipeline, the node
+        named as in :meth:`script_in`."""
         node = self._store._client.get_node_from_key(key)
         pipe.execute_command("EVALSHA", sha, 1, key, *args, target_nodes=node)
 

@@ -18,13 +18,18 @@ from redis_cluster_support import LocalCluster
 from neardup_scrapy.core import NearDupDetector
 from neardup_scrapy.core.storage import StorageError, open_storage
 from neardup_scrapy.core.storage.base import Commit, ParameterMismatchError
-from neardup_scrapy.core.storage.cluster_codec import SHARD_LOAD
+from neardup_scrapy.core.storage.cluster_codec import SHARD_LOAD, records_in
 from neardup_scrapy.core.storage.redis_cluster import RedisClusterStorage
 from neardup_scrapy.core.storage.redis_common import bucket_fields, pack_record
 from tests.core.storage.test_storage_conformance import SIGNATURE, keys, record, unique_commit
 from tests.core.storage.test_storage_support import corpus
 
 pytestmark = pytest.mark.redis
+
+
+def stored_records(client: Any, key: Any) -> int:
+    """Records in a hash of records (4 to a field)."""
+    return sum(1 for value in client.hvals(key) for rec in records_in(value) if rec)
 
 
 def _keys_per_primary(cluster: LocalCluster, prefix: str) -> dict[int, list[bytes]]:
@@ -54,7 +59,7 @@ def test_index_is_spread_over_all_primaries(
     assert total > 150  # group metas and shards, the records' hash, the {P} keys
     assert all(n > total / 6 for n in counts.values()), counts  # each primary holds a fair share
     # buckets on every primary; the serialisation slot's keys on one primary only; 150 records
-    # in one hash (256 per hash) on the slot of group 0, whose fields are the ids modulo 256
+    # in one hash (256 per hash, 4 to a field) on the slot of group 0
     for found in per_primary.values():
         assert any(k.decode().startswith(f"{{{prefix}:g") for k in found)
     records = [
@@ -66,7 +71,7 @@ def test_index_is_spread_over_all_primaries(
     assert len(records) == 1
     owner = RedisClusterStorage(url, prefix=prefix)
     owner.open(SIGNATURE)
-    assert owner._client.hlen(records[0]) == 150
+    assert stored_records(owner._client, records[0]) == 150
     owner.close()
     tagged = Counter(
         port for port, found in per_primary.items() for k in found if k.startswith(f"{{{prefix}}}".encode())
@@ -228,13 +233,11 @@ def test_page_table_past_its_first_chunk(redis_cluster_url: tuple[str, str]) -> 
     store.close()
 
 
-@pytest.mark.parametrize(
-    "old", ["neardup-redis-cluster/1", "neardup-redis-cluster/2", "neardup-redis-cluster/3"]
-)
+@pytest.mark.parametrize("old", [f"neardup-redis-cluster/{n}" for n in range(1, 5)])
 def test_an_index_of_another_layout_is_refused(redis_cluster_url: tuple[str, str], old: str) -> None:
     """An index written by a version that kept one key per record (/1), its groups and records
-    on slots hashed at random and a key per cluster (/2), or its buckets in listpack hashes (/3),
-    is not read as an empty one."""
+    on slots hashed at random and a key per cluster (/2), its buckets in listpack hashes (/3), or
+    one record to a field (/4), is not read as an empty one."""
     url, prefix = redis_cluster_url
     store = RedisClusterStorage(url, prefix=prefix)
     store.open(SIGNATURE)
@@ -242,7 +245,7 @@ def test_an_index_of_another_layout_is_refused(redis_cluster_url: tuple[str, str
     store.close()
     again = RedisClusterStorage(url, prefix=prefix)
     with pytest.raises(
-        ParameterMismatchError, match=f"layout: stored '{old}', requested 'neardup-redis-cluster/4'"
+        ParameterMismatchError, match=f"layout: stored '{old}', requested 'neardup-redis-cluster/5'"
     ):
         again.open(SIGNATURE)
 
@@ -283,7 +286,7 @@ def test_records_past_the_ttl_leave_the_report_before_their_hash_expires(
         _, token = store.lookup(ks)
         commit = Commit(record=rec, keys=ks, token=token, host=rec.host, status=status)
         assert store.commit(commit) is not None
-    assert store._client.hlen(store._layout.record_at(0)[0]) == 4  # every record is still stored
+    assert stored_records(store._client, store._layout.record_at(0)[0]) == 4  # every record is still stored
     hist, largest = store.clusters(10, 10)
     assert hist == {2: 1}
     assert [m["url"] for m in largest[0]["members"]] == ["http://127.0.0.1/new", "http://127.0.0.2/new"]
@@ -334,4 +337,66 @@ def test_large_buckets_and_shard_splits_in_shard_strings(
     assert {store._client.strlen(key) % width for key in shards} == {0}
     assert sum(m.get("n", 0) for m in metas) == 300 * 31 + 1
     assert len(shards) >= 300 * 31 // SHARD_LOAD  # split while above SHARD_LOAD buckets a shard
+    store.close()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_records_sharing_a_field_are_written_read_and_dropped_on_their_own(
+    redis_cluster_url: tuple[str, str], seed: int
+) -> None:
+    """Four pages' records share a field (layout /5): in any order of writes, each slot holds its
+    own record, a dropped record or a changed tail leaves the others byte for byte, and a field
+    with no record left is deleted. Checked through the store's own scripts and
+    :func:`records_in`, with records of every length a record can have (the head up to urls of
+    several KB) and one shorter than a head."""
+    url, prefix = redis_cluster_url
+    store = RedisClusterStorage(url, prefix=prefix)
+    store.open(SIGNATURE)
+    rng = np.random.default_rng(seed)
+    docs = list(range(8, 16))  # two fields of one hash
+    recs = {
+        d: rng.integers(0, 256, int(rng.choice([7, 40, 300, 5000])), dtype=np.uint8).tobytes() for d in docs
+    }
+    key = store._layout.record_at(docs[0])[0]
+    assert {store._layout.record_at(d)[0] for d in docs} == {key}
+    fields = {store._layout.record_at(d)[1] for d in docs}
+    assert len(fields) == 2
+    put, client = store._scripts.shas["record_put"], store._client
+
+    def stored() -> dict[int, bytes]:
+        out = {}
+        for d in docs:
+            _, field, slot = store._layout.record_at(d)
+            out[d] = records_in(client.hget(key, field))[slot]
+        return out
+
+    for d in rng.permutation(docs).tolist():
+        _, field, slot = store._layout.record_at(d)
+        client.evalsha(put, 1, key, 0, field, slot, recs[d])
+    assert stored() == recs
+    long = [d for d in docs if len(recs[d]) >= 16]
+    assert store._records.heads(long) == [recs[d][:16] for d in long]
+    tail = b"\x01\x02\x03\x04"
+    changed = long[int(rng.integers(0, len(long)))]
+    store._records.set_tails({changed: tail})
+    recs[changed] = recs[changed][:4] + tail + recs[changed][8:]
+    assert stored() == recs
+    for d in rng.permutation(docs).tolist():  # dropped one by one, as conflicted ids are
+        _, field, slot = store._layout.record_at(d)
+        client.evalsha(put, 1, key, 0, field, slot, b"")
+        recs[d] = b""
+        assert stored() == recs
+    assert not client.exists(key)  # no field left, no hash
+    store.close()
+
+
+def test_a_damaged_field_of_records_is_a_storage_error(redis_cluster_url: tuple[str, str]) -> None:
+    url, prefix = redis_cluster_url
+    store = RedisClusterStorage(url, prefix=prefix)
+    store.open(SIGNATURE)
+    key, field, _ = store._layout.record_at(0)
+    for value in (b"\x05\x00", b"\x05\x00\x00\x00" + b"\x00" * 12 + b"abc"):  # too short; lengths off
+        store._client.hset(key, field, value)
+        with pytest.raises(StorageError, match="is damaged"):
+            store._records.record_of(store._client.hget(key, field), 0)
     store.close()

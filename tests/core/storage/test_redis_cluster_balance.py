@@ -18,7 +18,14 @@ from redis_cluster_support import LocalCluster
 
 from neardup_scrapy.core.storage.base import Commit, StorageError
 from neardup_scrapy.core.storage.redis_cluster import RedisClusterStorage
-from neardup_scrapy.core.storage.redis_cluster_layout import CH_SPAN, GROUPS, SLOTS, key_slot, spread_tags
+from neardup_scrapy.core.storage.redis_cluster_layout import (
+    CH_SPAN,
+    GROUPS,
+    RECORDS_PER_KEY,
+    SLOTS,
+    key_slot,
+    spread_tags,
+)
 from tests.core.storage.test_storage_conformance import SIGNATURE, record
 
 
@@ -45,7 +52,7 @@ def test_record_hashes_spread_over_the_slots_at_every_count() -> None:
     store._layout.group_bases = ["{" + t + "}" for t in spread_tags("p", GROUPS)]
     slots = [
         key_slot(store._layout.record_at(doc)[0][1:].split("}")[0].encode())
-        for doc in range(0, 256 * 1024, 256)
+        for doc in range(0, RECORDS_PER_KEY * 1024, RECORDS_PER_KEY)
     ]
     # every group's slot once in each run of 256 hashes
     assert all(len(set(slots[k : k + GROUPS])) == GROUPS for k in range(0, 1024, GROUPS))
