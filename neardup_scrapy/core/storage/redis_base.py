@@ -1,11 +1,11 @@
 """What both Redis stores are built on (:mod:`.redis_store`, :mod:`.redis_cluster`).
 
 :class:`RedisBase` holds the settings and one client: every round trip goes through
-:meth:`RedisBase._call` (retries with backoff, then a cooldown between single probes; an index
+:meth:`RedisBase.call` (retries with backoff, then a cooldown between single probes; an index
 that vanished is created again). It also keeps commit deadlines in server time, the check of the
-index's parameters, the records a lookup cached (decoded by :meth:`RedisBase._batch`) and the url
-rules. Each store adds its own connection and scripts; its collaborators (pages, exports, host
-counters) reach Redis through it.
+index's parameters, the records a lookup cached (decoded by :meth:`RedisBase.cached_batch`) and the
+url rules. Each store adds its own connection and scripts; its collaborators (pages, exports, host
+counters) reach Redis through its public members only (see :class:`RedisBase`).
 """
 
 from __future__ import annotations
@@ -45,7 +45,13 @@ FIRST_PROBE = 0.5
 class RedisBase:
     """The settings, client, round trips and records cache of a Redis store (see the module
     docstring); the arguments are those of :class:`~.redis_store.RedisStorage`. A store defines
-    ``__len__`` and ``_recreate_index``."""
+    ``__len__`` and ``_recreate_index``.
+
+    What the store's collaborators use: :attr:`client`, :attr:`key_base`, :attr:`client_id`,
+    :attr:`records_cache`, :meth:`call`, :meth:`deadline`, :meth:`said`, :meth:`unpack_tail`,
+    :meth:`cached_batch`, :meth:`commit_result`, and the settings (``prefix``, ``ttl``,
+    ``prefetch``, :attr:`where`) and ``conflicts``.
+    """
 
     def __init__(
         self,
@@ -96,6 +102,26 @@ class RedisBase:
         """Url (without password) and prefix, for messages."""
         return f"{safe_url(self.url)} (prefix {self.prefix!r})"
 
+    @property
+    def client(self) -> Any:
+        """The Redis client (``None`` when closed); run its calls through :meth:`call`."""
+        return self._client
+
+    @property
+    def key_base(self) -> str:
+        """What counter and mirror keys start with: the prefix (``{prefix}``, a hash tag, on a cluster)."""
+        return self._base
+
+    @property
+    def client_id(self) -> str:
+        """This client's name in the index (its commits' idempotency keys and counter batches)."""
+        return self._client_id
+
+    @property
+    def records_cache(self) -> dict[int, tuple[bytes, int]]:
+        """The records a lookup or fetch cached, ``{doc id: (record, root)}``; cleared by every write."""
+        return self._cache
+
     def _check_parameters(self, stored_raw: Sequence[Any]) -> None:
         """Refuse an index whose stored parameters (``HGETALL`` of ``params``) differ from ours."""
         if stored_raw:
@@ -112,7 +138,7 @@ class RedisBase:
     def __len__(self) -> int:
         raise NotImplementedError
 
-    def _deadline(self) -> float:
+    def deadline(self) -> float:
         """When the client gives up waiting for a reply sent now, in server time (0: never)."""
         kwargs = getattr(getattr(self._client, "connection_pool", None), "connection_kwargs", {})
         timeout = kwargs.get("socket_timeout", self.socket_timeout)
@@ -131,7 +157,8 @@ class RedisBase:
         self._opened = False
         self._cache.clear()
 
-    def _commit_result(self, reply: list[Any]) -> CommitResult:
+    def commit_result(self, reply: list[Any]) -> CommitResult:
+        """The result of a commit script's ``reply`` (doc id, host pages, promoted); notes the doc id."""
         doc_id = int(reply[0])
         self._last_doc = max(self._last_doc, doc_id)
         return CommitResult(
@@ -148,16 +175,22 @@ class RedisBase:
     def save_url_rules(self, writer: str, state: bytes) -> None:
         """Keep a process's duplicate-url rules: field ``writer`` of hash ``<prefix>:urlrules``."""
         client, key = self._client, self._url_rules_key
-        self._call(lambda: client.hset(key, writer, bytes(state)), "url rules")
+        self.call(lambda: client.hset(key, writer, bytes(state)), "url rules")
 
     def url_rules(self) -> dict[str, bytes]:
         """Every writer's duplicate-url rules."""
         client, key = self._client, self._url_rules_key
-        found = self._call(lambda: client.hgetall(key), "url rules")
+        found = self.call(lambda: client.hgetall(key), "url rules")
         return {(w.decode() if isinstance(w, bytes) else str(w)): bytes(v) for w, v in found.items()}
 
     # -- round trips ---------------------------------------------------------------------------
-    def _call(self, fn: Callable[[], T], what: str, *, recreated: bool = False) -> T:
+    def call(self, fn: Callable[[], T], what: str, *, recreated: bool = False) -> T:
+        """``fn()``, one round trip about ``what`` (for messages), under the store's retries and cooldown.
+
+        Raises:
+            StorageError: Redis failed (after the retries), or the index vanished and cannot be
+                created again.
+        """
         if self._client is None:
             raise StorageError(f"the neardup Redis index at {self.where} is not open")
         import redis
@@ -172,7 +205,7 @@ class RedisBase:
         self.round_trips += 1
         try:
             result = call_with_retry(
-                fn, policy, self._transient, f"Redis {what} at {safe_url(self.url)}", said=self._said
+                fn, policy, self._transient, f"Redis {what} at {safe_url(self.url)}", said=self.said
             )
             self._down_until = None
             return result
@@ -186,16 +219,16 @@ class RedisBase:
             if "NEARDUP_NOINDEX" in str(exc):
                 if self._opened and not recreated:
                     self._recreate_index()
-                    return self._call(fn, what, recreated=True)
+                    return self.call(fn, what, recreated=True)
                 raise StorageError(
                     f"the neardup index at {self.where} vanished (was Redis restarted without persistence, "
                     "or the keys deleted?)"
                 ) from exc
-            raise StorageError(f"Redis {what} at {safe_url(self.url)} failed: {self._said(exc)}") from exc
+            raise StorageError(f"Redis {what} at {safe_url(self.url)} failed: {self.said(exc)}") from exc
         except redis.RedisError as exc:
-            raise StorageError(f"Redis {what} at {safe_url(self.url)} failed: {self._said(exc)}") from exc
+            raise StorageError(f"Redis {what} at {safe_url(self.url)} failed: {self.said(exc)}") from exc
 
-    def _said(self, exc: BaseException) -> str:
+    def said(self, exc: BaseException) -> str:
         """An error's message without the secrets of the url (a client library may quote them)."""
         return scrub(str(exc), self.url)
 
@@ -203,7 +236,8 @@ class RedisBase:
         """Called before a single attempt probes a server that failed (nothing to do on one server)."""
 
     # -- the records a lookup cached ------------------------------------------------------------
-    def _batch(self, ids: list[int]) -> DocBatch:
+    def cached_batch(self, ids: list[int]) -> DocBatch:
+        """The records of ``ids`` with their roots, decoded from :attr:`records_cache` (all must be there)."""
         n = len(ids)
         num_perm = self._num_perm
         signatures = np.zeros((n, num_perm), dtype=STORED_DTYPE)
@@ -217,7 +251,7 @@ class RedisBase:
         statuses: list[str] = []
         for row, doc in enumerate(ids):
             rec, root = self._cache[doc]
-            host, profile, signature, url = self._unpack_tail(rec, doc)  # checks the length first
+            host, profile, signature, url = self.unpack_tail(rec, doc)  # checks the length first
             _, status, _, _, added[row] = RECORD_HEAD.unpack_from(rec, 0)
             simhashes[row] = int.from_bytes(rec[16:24], "little")
             digests.append(rec[24:40])
@@ -240,7 +274,12 @@ class RedisBase:
             statuses=statuses,
         )
 
-    def _unpack_tail(self, rec: bytes, doc: int) -> tuple[str, bytes, bytes, str]:
+    def unpack_tail(self, rec: bytes, doc: int) -> tuple[str, bytes, bytes, str]:
+        """Host, profile, signature and url of page ``doc``'s record ``rec``.
+
+        Raises:
+            StorageError: the record is damaged.
+        """
         try:
             return unpack_tail(rec, self._num_perm)
         except (ValueError, UnicodeDecodeError) as exc:

@@ -192,16 +192,16 @@ class RedisClusterStorage(RedisBase):
                 )
             except ValueError as exc:
                 # not chained: the parser's error may quote the url's parts (a traceback would show them)
-                raise StorageError(f"invalid Redis url {safe_url(self.url)}: {self._said(exc)}") from None
+                raise StorageError(f"invalid Redis url {safe_url(self.url)}: {self.said(exc)}") from None
             except (redis.RedisError, RedisClusterException) as exc:
                 raise StorageError(
-                    f"cannot reach the Redis Cluster at {safe_url(self.url)}: {self._said(exc)}"
+                    f"cannot reach the Redis Cluster at {safe_url(self.url)}: {self.said(exc)}"
                 ) from exc
         try:
             self._scripts.load()
         except (redis.RedisError, RedisClusterException) as exc:
             raise StorageError(
-                f"cannot reach the Redis Cluster at {safe_url(self.url)}: {self._said(exc)}"
+                f"cannot reach the Redis Cluster at {safe_url(self.url)}: {self.said(exc)}"
             ) from exc
         wanted = {k: json.loads(json.dumps(v, allow_nan=False)) for k, v in signature.items()}
         self._init_args = [self._base, FORMAT, SHARD_LOAD, INLINE_BYTES, self._layout.groups]
@@ -245,7 +245,7 @@ class RedisClusterStorage(RedisBase):
         super().close()
 
     def __len__(self) -> int:
-        raw = self._call(lambda: self._client.hget(f"{self._base}:m", "count"), "len")
+        raw = self.call(lambda: self._client.hget(f"{self._base}:m", "count"), "len")
         return int(raw or 0)
 
     def _before_probe(self) -> None:
@@ -281,7 +281,7 @@ class RedisClusterStorage(RedisBase):
         missing = [i for i in wanted if i not in self._cache]
         if missing:
             self._records.load(missing, prefetch=len(missing))
-        return self._batch([i for i in wanted if i in self._cache])
+        return self.cached_batch([i for i in wanted if i in self._cache])
 
     def fetch_candidates(self, ids: I64Array, chance: ChanceFilter) -> DocBatch:
         """:meth:`fetch` of ``ids`` less the chance hits (judged on the fetched records)."""

@@ -45,7 +45,7 @@ class ClusterCommits:
     def begin(self, *, alloc: bool) -> None:
         """Read the commit counter (the next lookup's snapshot) and, with ``alloc``, take a doc id."""
         seq, doc, seconds, micros = self._scripts.eval(
-            "begin", self._store._base, [self._store._base, int(alloc)], "lookup"
+            "begin", self._store.key_base, [self._store.key_base, int(alloc)], "lookup"
         )
         self.snapshot = int(seq)
         if int(doc) >= 0:
@@ -56,12 +56,12 @@ class ClusterCommits:
         """Give back an unused doc id when nobody took one since."""
         if self.next_id >= 0:
             try:
-                self._store._client.execute_command(
+                self._store.client.execute_command(
                     "EVALSHA",
                     self._scripts.shas["release"],
                     1,
-                    f"{self._store._base}:m",
-                    self._store._base,
+                    f"{self._store.key_base}:m",
+                    self._store.key_base,
                     self.next_id,
                 )
             except Exception:
@@ -78,7 +78,7 @@ class ClusterCommits:
         values = self._records.read_buckets(fields)
         per_bucket = [np.frombuffer(v, dtype="<u4").astype(np.int64) for v in values]
         found = np.unique(np.concatenate(per_bucket)) if per_bucket else np.empty(0, dtype=np.int64)
-        self._store._cache.clear()
+        self._store.records_cache.clear()
         live = self._records.load([int(d) for d in found], prefetch=self._store.prefetch)
         seen = np.array(sorted(live), dtype=np.int64)
         token = ClusterToken(snapshot, b"".join(fields), seen.astype("<u4").tobytes())
@@ -116,7 +116,7 @@ class ClusterCommits:
         unions = b"".join(struct.pack("<ii", int(a), int(b)) for a, b in commit.unions)
         self._store._seq += 1
         args: list[Any] = [
-            self._store._base,
+            self._store.key_base,
             token.snapshot if token else (self.snapshot or 0),
             written,
             struct.pack("<ii", doc, given),
@@ -128,7 +128,7 @@ class ClusterCommits:
             int(commit.nbytes),
             unions,
             token.fields if token else b"",
-            self._store._client_id,
+            self._store.client_id,
             self._store._seq,
             0,
             token.seen if token else b"",
@@ -140,8 +140,8 @@ class ClusterCommits:
         ]
         if token is None and not skipped:
             args[9] = written  # no lookup: any page entering these buckets since the snapshot conflicts
-        reply = self._scripts.eval("commit", self._store._base, args, "commit", deadline_at=12)
-        self._store._cache.clear()
+        reply = self._scripts.eval("commit", self._store.key_base, args, "commit", deadline_at=12)
+        self._store.records_cache.clear()
         self.snapshot = int(reply[2])
         if int(reply[3]) >= 0:
             if self.next_id >= 0:  # a replayed reply handed out a second id: give none back, use the new
@@ -155,21 +155,21 @@ class ClusterCommits:
         pages = self._counts.apply(bytes(reply[5]) if len(reply) > 5 else b"", commit.host)
         if old_root >= 0:  # promoted on {P}: now the records' heads
             self._records.set_tails({doc: UNIQUE_TAIL, old_root: payload[4:8]})
-        result = self._store._commit_result(reply)
+        result = self._store.commit_result(reply)
         return CommitResult(doc_id=result.doc_id, host_pages=pages, promoted=old_root >= 0)
 
     def promote(self, docs: list[int]) -> int:
         if not docs:
             return 0
         heads = self._records.heads(docs)
-        args: list[Any] = [self._store._base]
+        args: list[Any] = [self._store.key_base]
         for doc, head in zip(docs, heads, strict=True):
             if len(head) >= 16:
                 args += [doc, RECORD_HEAD.unpack(bytes(head))[1]]
         if len(args) == 1:
             return 0
         tails = {doc: bytes(head)[4:8] for doc, head in zip(docs, heads, strict=True) if len(head) >= 16}
-        pairs, deltas = self._scripts.eval("promote", self._store._base, args, "promote")
+        pairs, deltas = self._scripts.eval("promote", self._store.key_base, args, "promote")
         self._counts.apply(bytes(deltas))
         changed = [(int(pairs[k]), int(pairs[k + 1])) for k in range(0, len(pairs), 2)]
         new_tails: dict[int, bytes] = {}

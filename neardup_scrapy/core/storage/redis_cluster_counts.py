@@ -71,7 +71,7 @@ class ClusterCounts(HostEvidence):
                     base = self._layout.group_bases[g]
                     mine = want if g == home else b""
                     self._scripts.script_in(
-                        pipe, sha, base, base, self._store._client_id, batch, mine, *by_group[g]
+                        pipe, sha, base, base, self._store.client_id, batch, mine, *by_group[g]
                     )
 
             try:

@@ -47,7 +47,7 @@ class ClusterExports:
     def page_table_hosts(self) -> tuple[I64Array, I64Array, I64Array]:
         """``(ids, parents, host codes)`` of every committed page, from the page table."""
         total = int(
-            self._store._call(lambda: self._store._client.hget(f"{self._store._base}:m", "next"), "clusters")
+            self._store.call(lambda: self._store.client.hget(f"{self._store.key_base}:m", "next"), "clusters")
             or 0
         )
         chunks: list[bytes] = []
@@ -55,7 +55,7 @@ class ClusterExports:
         for first in range(0, total, step):
             count = min(step, total - first)
             raw = self._scripts.eval(
-                "table", self._store._base, [self._store._base, first, count], "clusters"
+                "table", self._store.key_base, [self._store.key_base, first, count], "clusters"
             )
             chunks.append(bytes(raw).ljust(8 * count, b"\0"))
         table = (
@@ -68,8 +68,8 @@ class ClusterExports:
         """Promote the origin's pages of clusters represented on a mirror (see the protocol):
         one read of the page table, then :meth:`promote` for the pages chosen."""
         names = sorted(set(origins) | set(origins.values()))
-        raw = self._store._call(
-            lambda: self._store._client.hmget(f"{self._store._base}:hk", [redis_bytes(h) for h in names]),
+        raw = self._store.call(
+            lambda: self._store.client.hmget(f"{self._store.key_base}:hk", [redis_bytes(h) for h in names]),
             "promote",
         )
         code = {h: int(c) for h, c in zip(names, raw, strict=True) if c is not None}
@@ -122,17 +122,17 @@ class ClusterExports:
             if not rec:
                 out.append(("", ""))
                 continue
-            host, _, _, url = self._store._unpack_tail(bytes(rec), -1)
+            host, _, _, url = self._store.unpack_tail(bytes(rec), -1)
             out.append((url, host))
         return out
 
     def memory_bytes(self) -> int:
         """Approximate bytes held by this index over the cluster (sampled ``MEMORY USAGE``)."""
-        client = self._store._client
+        client = self._store.client
 
         def measure() -> int:
-            pages = int(client.hget(f"{self._store._base}:m", "count") or 0)
-            top = int(client.hget(f"{self._store._base}:m", "next") or 0)
+            pages = int(client.hget(f"{self._store.key_base}:m", "count") or 0)
+            top = int(client.hget(f"{self._store.key_base}:m", "next") or 0)
             metas = self._scripts.pipeline(
                 lambda pipe: [pipe.hmget(f"{b}:m", "L", "p") for b in self._layout.group_bases],
                 "memory usage",
@@ -146,9 +146,9 @@ class ClusterExports:
                 self._layout.record_key(i) for i in range(0, record_keys, max(1, record_keys // 200))
             ][:200]
             sample_shards = shard_keys[:: max(1, len(shard_keys) // 200)][:200]
-            fixed = [f"{self._store._base}:{name}" for name in ("log", "hk", "hv", "m")]
+            fixed = [f"{self._store.key_base}:{name}" for name in ("log", "hk", "hv", "m")]
             fixed += [f"{base}:hc" for base in self._layout.group_bases]
-            fixed += [f"{self._store._base}:t:{chunk}" for chunk in range((top >> 20) + 1)]
+            fixed += [f"{self._store.key_base}:t:{chunk}" for chunk in range((top >> 20) + 1)]
             sizes: list[int] = self._scripts.pipeline(
                 lambda pipe: [pipe.memory_usage(k, samples=0) for k in sample_docs + sample_shards + fixed],
                 "memory usage",
@@ -164,11 +164,11 @@ class ClusterExports:
                 total += int(sum(shards) / len(shards) * len(shard_keys))
             return int(total)
 
-        return self._store._call(measure, "memory usage")
+        return self._store.call(measure, "memory usage")
 
     def wipe(self) -> int:
         """Delete every key of this index on every primary (for tests and tooling). Returns keys deleted."""
-        client = self._store._client
+        client = self._store.client
 
         def delete() -> int:
             keys = [
@@ -178,7 +178,7 @@ class ClusterExports:
             ]
             return sum(int(n) for n in self._records.per_key("DEL", keys, (), "wipe"))
 
-        deleted = int(self._store._call(delete, "wipe"))
+        deleted = int(self._store.call(delete, "wipe"))
         self._commits.snapshot = None
         self._commits.next_id = -1
         return deleted

@@ -53,7 +53,7 @@ class ClusterRecords:
         sha = self._scripts.shas["status"]
 
         def read(pipe: Any) -> None:
-            self._scripts.script_in(pipe, sha, self._store._base, self._store._base, *ids)
+            self._scripts.script_in(pipe, sha, self._store.key_base, self._store.key_base, *ids)
             for doc in first:
                 pipe.hget(*self._layout.record_at(doc)[:2])
 
@@ -67,7 +67,7 @@ class ClusterRecords:
             if k < len(first):
                 rec = self.record_of(replies[1 + k], doc)
                 if rec:
-                    self._store._cache[doc] = (bytes(rec), roots[k])
+                    self._store.records_cache[doc] = (bytes(rec), roots[k])
                     live.add(doc)
             else:
                 later.append(doc)
@@ -79,7 +79,7 @@ class ClusterRecords:
             for doc, value in zip(later, values, strict=True):
                 rec = self.record_of(value, doc)
                 if rec:
-                    self._store._cache[doc] = (bytes(rec), roots[index[doc]])
+                    self._store.records_cache[doc] = (bytes(rec), roots[index[doc]])
                     live.add(doc)
         return live
 
@@ -178,7 +178,7 @@ class ClusterRecords:
                     self._scripts.script_on_key(pipe, sha, key, *by_key[key])
 
             self._scripts.pipeline(fill, "promote")
-        self._store._cache.clear()
+        self._store.records_cache.clear()
 
     def per_key(self, command: str, keys: list[Any], args: tuple[Any, ...], what: str) -> list[Any]:
         """``command key *args`` for every key (a tuple: ``key field``), in pipelines of 1000."""

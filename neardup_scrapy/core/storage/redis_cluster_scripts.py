@@ -54,7 +54,7 @@ class ClusterScripts:
         from redis.cluster import RedisCluster
 
         for source in _SCRIPTS.values():
-            self._store._client.execute_command("SCRIPT LOAD", source, target_nodes=RedisCluster.ALL_NODES)
+            self._store.client.execute_command("SCRIPT LOAD", source, target_nodes=RedisCluster.ALL_NODES)
 
     def script_in(self, pipe: Any, sha: str, key_base: str, *args: Any) -> None:
         """Queue script ``sha`` on the slot of ``key_base`` in a cluster pipeline.
@@ -64,13 +64,13 @@ class ClusterScripts:
         gets ``MOVED``, and redis-py then sends the call again by itself, routed by its key.
         """
         key = f"{key_base}:m"
-        node = self._store._client.get_node_from_key(key)
+        node = self._store.client.get_node_from_key(key)
         pipe.execute_command("EVALSHA", sha, 1, key, *args, target_nodes=node)
 
     def script_on_key(self, pipe: Any, sha: str, key: str, *args: Any) -> None:
         """Queue script ``sha`` on the slot of ``key`` (its one key) in a cluster pipeline, the node
         named as in :meth:`script_in`."""
-        node = self._store._client.get_node_from_key(key)
+        node = self._store.client.get_node_from_key(key)
         pipe.execute_command("EVALSHA", sha, 1, key, *args, target_nodes=node)
 
     def before_probe(self) -> None:
@@ -78,9 +78,9 @@ class ClusterScripts:
         failed call, and a map learnt before a replica's promotion still names the dead primary, so
         the probe after the promotion would fail on it and checking wait for the next probe."""
         try:
-            self._store._client.nodes_manager.initialize()
+            self._store.client.nodes_manager.initialize()
         except Exception as exc:  # no node answers: the probe fails and says why
-            logger.debug("neardup: cannot read the cluster's slot map: %s", self._store._said(exc))
+            logger.debug("neardup: cannot read the cluster's slot map: %s", self._store.said(exc))
 
     def eval(
         self, name: str, key_base: str, args: Sequence[Any], what: str, *, deadline_at: int | None = None
@@ -94,30 +94,30 @@ class ClusterScripts:
         def attempt() -> Any:
             argv = list(args)
             if deadline_at is not None:
-                argv[deadline_at] = repr(self._store._deadline())
+                argv[deadline_at] = repr(self._store.deadline())
             try:
                 return self.with_scripts(
-                    lambda: self._store._client.execute_command("EVALSHA", sha, 1, key, *argv)
+                    lambda: self._store.client.execute_command("EVALSHA", sha, 1, key, *argv)
                 )
             except redis.ResponseError as exc:
                 if "NEARDUP_LATE" in str(exc):
                     raise redis.TimeoutError("the commit reached Redis after the client's timeout") from exc
                 raise
 
-        return self._store._call(attempt, what)
+        return self._store.call(attempt, what)
 
     def pipeline(self, fill: Callable[[Any], Any], what: str) -> list[Any]:
         """One cluster pipeline (its commands go to their nodes together), retried as a whole."""
 
         def attempt() -> list[Any]:
             def run() -> list[Any]:
-                pipe = self._store._client.pipeline()
+                pipe = self._store.client.pipeline()
                 fill(pipe)
                 return list(pipe.execute())
 
             return self.with_scripts(run)
 
-        return self._store._call(attempt, what)
+        return self._store.call(attempt, what)
 
     def with_scripts(self, fn: Callable[[], T]) -> T:
         """``fn()``; when a node lacks a script (restarted, promoted), load them everywhere and retry once."""

@@ -92,21 +92,21 @@ class ServerHosts(HostEvidence):
     def _counter_fields(self) -> dict[Any, Any]:
         """The raw host counters: ``{"<c>|<host>": count}`` (see the key layout)."""
         return dict(
-            self._store._call(lambda: self._store._client.hgetall(f"{self._store._base}:hc"), "host counts")
+            self._store.call(lambda: self._store.client.hgetall(f"{self._store.key_base}:hc"), "host counts")
         )
 
     def _mirror_tables(self, hosts: list[str]) -> list[Any]:
         """Per host, its ``shared`` then its ``canonical`` hash (``{other host: count}``, raw)."""
-        client = self._store._client
+        client = self._store.client
 
         def read() -> list[Any]:
             pipe = client.pipeline(transaction=False)
             for host in hosts:
-                pipe.hgetall(redis_bytes(f"{self._store._base}:sh:{host}"))
-                pipe.hgetall(redis_bytes(f"{self._store._base}:cn:{host}"))
+                pipe.hgetall(redis_bytes(f"{self._store.key_base}:sh:{host}"))
+                pipe.hgetall(redis_bytes(f"{self._store.key_base}:cn:{host}"))
             return list(pipe.execute())
 
-        return self._store._call(read, "mirror evidence")
+        return self._store.call(read, "mirror evidence")
 
 
 __all__ = ["HostEvidence", "ServerHosts"]

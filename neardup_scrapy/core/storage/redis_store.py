@@ -169,16 +169,16 @@ class RedisStorage(RedisBase):
                 )
             except ValueError as exc:
                 # not chained: the parser's error may quote the url's parts (a traceback would show them)
-                raise StorageError(f"invalid Redis url {safe_url(self.url)}: {self._said(exc)}") from None
+                raise StorageError(f"invalid Redis url {safe_url(self.url)}: {self.said(exc)}") from None
         client = self._client
         self._scripts.register(client)
         try:
             client.ping()
         except self._transient as exc:
-            raise StorageError(f"cannot reach Redis at {safe_url(self.url)}: {self._said(exc)}") from exc
+            raise StorageError(f"cannot reach Redis at {safe_url(self.url)}: {self.said(exc)}") from exc
         except redis.RedisError as exc:
             raise StorageError(
-                f"Redis at {safe_url(self.url)} refused the connection: {self._said(exc)}"
+                f"Redis at {safe_url(self.url)} refused the connection: {self.said(exc)}"
             ) from exc
         wanted = {k: json.loads(json.dumps(v, allow_nan=False)) for k, v in signature.items()}
         load, maxval = self._listpack_limits()
@@ -231,7 +231,7 @@ class RedisStorage(RedisBase):
         return max(4, int(entries * 0.3)), max(8, min(value, 1024))
 
     def __len__(self) -> int:
-        raw = self._call(lambda: self._client.hget(f"{self.prefix}:m", "next"), "len")
+        raw = self.call(lambda: self._client.hget(f"{self.prefix}:m", "next"), "len")
         return int(raw or 0)
 
     # -- the calls per page (:mod:`.redis_store_pages`) ------------------------------------------

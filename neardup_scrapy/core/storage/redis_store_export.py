@@ -26,7 +26,7 @@ class ServerExports:
         """Make page ``doc_id`` its cluster's representative, in one atomic script (see the
         protocol; a retry finds the page a root already and changes nothing)."""
         changed = self._scripts.run("promote", [self._store.prefix, int(doc_id)], "promote")
-        self._store._cache.clear()
+        self._store.records_cache.clear()
         return bool(changed)
 
     def promote_origins(self, origins: Mapping[str, str]) -> int:
@@ -64,7 +64,7 @@ class ServerExports:
                 )
                 // 2
             )
-        self._store._cache.clear()
+        self._store.records_cache.clear()
         return changed
 
     def clusters(
@@ -117,13 +117,13 @@ class ServerExports:
                 if not rec:
                     out.append(("", ""))
                     continue
-                host, _, _, url = self._store._unpack_tail(bytes(rec), -1)
+                host, _, _, url = self._store.unpack_tail(bytes(rec), -1)
                 out.append((url, host))
         return out
 
     def memory_bytes(self) -> int:
         """Approximate bytes held in Redis by this index (sampled ``MEMORY USAGE``)."""
-        client = self._store._client
+        client = self._store.client
         prefix = self._store.prefix
 
         def measure() -> int:
@@ -147,11 +147,11 @@ class ServerExports:
                 overflow += int(client.memory_usage(key, samples=0) or 0)
             return total + overflow
 
-        return self._store._call(measure, "memory usage")
+        return self._store.call(measure, "memory usage")
 
     def wipe(self) -> int:
         """Delete every key of this index (for tests and tooling). Returns keys deleted."""
-        client = self._store._client
+        client = self._store.client
 
         def delete() -> int:
             deleted = 0
@@ -165,7 +165,7 @@ class ServerExports:
                 deleted += int(client.delete(*batch))
             return deleted
 
-        return self._store._call(delete, "wipe")
+        return self._store.call(delete, "wipe")
 
 
 __all__ = ["ServerExports"]

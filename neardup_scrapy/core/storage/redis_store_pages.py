@@ -66,31 +66,31 @@ class ServerPages:
         args = [self._store.prefix, self._store.prefetch, *self._commit_args(provisional)[2:], *fields]
         answer = self._scripts.run("lookup_or_insert", args, "lookup", deadline_at=12)
         if answer[5]:
-            self._store._cache.clear()
-            return np.empty(0, dtype=np.int64), None, self._store._commit_result(answer[5])
+            self._store.records_cache.clear()
+            return np.empty(0, dtype=np.int64), None, self._store.commit_result(answer[5])
         found, token = self._candidates(fields, answer, pinned_keys(keys).tolist())
         return found, token, None
 
     def fetch(self, ids: I64Array) -> DocBatch:
         """Records of ``ids`` with their roots; from the lookup snapshot when it has them all."""
         wanted = [int(i) for i in ids]
-        missing = [i for i in wanted if i not in self._store._cache]
+        missing = [i for i in wanted if i not in self._store.records_cache]
         if missing:
             recs, roots = self._scripts.run("fetch", [self._store.prefix, *missing], "fetch")
             for doc, rec, root in zip(missing, recs, roots, strict=True):
                 if rec:
-                    self._store._cache[doc] = (bytes(rec), int(root))
-        present = [i for i in wanted if i in self._store._cache]
-        return self._store._batch(present)
+                    self._store.records_cache[doc] = (bytes(rec), int(root))
+        present = [i for i in wanted if i in self._store.records_cache]
+        return self._store.cached_batch(present)
 
     def commit(self, commit: Commit) -> CommitResult | None:
         """Apply ``commit`` in one atomic script; ``None`` if a bucket changed since the lookup."""
         reply = self._scripts.run("commit", self._commit_args(commit), "commit", deadline_at=12)
-        self._store._cache.clear()
+        self._store.records_cache.clear()
         if int(reply[0]) == -2:
             self._store.conflicts += 1
             return None
-        return self._store._commit_result(reply)
+        return self._store.commit_result(reply)
 
     def _candidates(
         self, fields: list[bytes], answer: Sequence[Any], pinned: list[bool]
@@ -102,13 +102,13 @@ class ServerPages:
         values, ids, recs, roots, ncand = answer[:5]
         # each value: the bucket's first BUCKET_CAP ids, then its last id (see ``trimmed``)
         token = b"".join(fields) + b"".join(bytes(v[-4:]) if len(v) >= 4 else _NONE4 for v in values)
-        self._store._cache.clear()
+        self._store.records_cache.clear()
         candidates: list[int] = []
         if recs or not ids:
             for k, doc in enumerate(ids):
                 rec = recs[k] if k < len(recs) else b""
                 if rec:
-                    self._store._cache[int(doc)] = (bytes(rec), int(roots[k]))
+                    self._store.records_cache[int(doc)] = (bytes(rec), int(roots[k]))
                     if k < ncand:
                         candidates.append(int(doc))
         else:  # too many candidates to prefetch: fetch() will ask
@@ -160,7 +160,7 @@ class ServerPages:
             int(commit.nbytes),
             unions,
             ttl,
-            self._store._client_id,
+            self._store.client_id,
             self._store._seq,
             0,  # the deadline, set at each attempt
             bucket_fields(np.array([commit.named_key], dtype=np.uint64))[0]

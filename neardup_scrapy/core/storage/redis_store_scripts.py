@@ -47,12 +47,12 @@ class ServerScripts:
         """Run a script; ``args[deadline_at]`` gets a fresh commit deadline at each attempt."""
         runner = self.registered[script]
         if deadline_at is None:
-            return self._store._call(lambda: runner(keys=[], args=list(args)), what)
+            return self._store.call(lambda: runner(keys=[], args=list(args)), what)
         import redis
 
         def attempt() -> Any:
             argv = list(args)
-            argv[deadline_at] = repr(self._store._deadline())
+            argv[deadline_at] = repr(self._store.deadline())
             try:
                 return runner(keys=[], args=argv)
             except redis.ResponseError as exc:
@@ -60,7 +60,7 @@ class ServerScripts:
                     raise redis.TimeoutError("the commit reached Redis after the client's timeout") from exc
                 raise
 
-        return self._store._call(attempt, what)
+        return self._store.call(attempt, what)
 
 
 __all__ = ["ServerScripts"]
