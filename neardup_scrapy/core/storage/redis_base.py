@@ -15,6 +15,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -42,15 +43,31 @@ T = TypeVar("T")
 FIRST_PROBE = 0.5
 
 
+@dataclass
+class CommitState:
+    """What a store's commits carry and learn (:attr:`RedisBase.commit_state`).
+
+    Attributes:
+        seq: the sequence number of this client's last commit (each commit takes the next; a
+            replay of an applied one is answered with its first result).
+        last_doc: the largest doc id seen (a re-created index continues after it).
+        clock_offset: Redis server time minus local time, in seconds (for commit deadlines).
+    """
+
+    seq: int = 0
+    last_doc: int = -1
+    clock_offset: float = 0.0
+
+
 class RedisBase:
     """The settings, client, round trips and records cache of a Redis store (see the module
     docstring); the arguments are those of :class:`~.redis_store.RedisStorage`. A store defines
     ``__len__`` and ``_recreate_index``.
 
     What the store's collaborators use: :attr:`client`, :attr:`key_base`, :attr:`client_id`,
-    :attr:`records_cache`, :meth:`call`, :meth:`deadline`, :meth:`said`, :meth:`unpack_tail`,
-    :meth:`cached_batch`, :meth:`commit_result`, and the settings (``prefix``, ``ttl``,
-    ``prefetch``, :attr:`where`) and ``conflicts``.
+    :attr:`records_cache`, :attr:`commit_state`, :meth:`call`, :meth:`deadline`, :meth:`said`,
+    :meth:`unpack_tail`, :meth:`cached_batch`, :meth:`commit_result`, the settings (``prefix``,
+    ``ttl``, ``prefetch``, :attr:`where`) and ``conflicts``.
     """
 
     def __init__(
@@ -83,14 +100,13 @@ class RedisBase:
         self._own_client = client is None
         self._num_perm = 0
         self._client_id = uuid.uuid4().hex[:16]
-        self._seq = 0
         self._cache: dict[int, tuple[bytes, int]] = {}
         self._transient: tuple[type[BaseException], ...] = ()
         self._opened = False
         self._init_args: list[Any] = []
         self._wanted: dict[str, Any] = {}
-        self._clock_offset = 0.0  # Redis server time minus local time (seconds)
-        self._last_doc = -1  # largest doc id seen (a re-created index continues after it)
+        #: Sequence number, last doc id and clock offset of the commits (see :class:`CommitState`).
+        self.commit_state = CommitState()
         #: Commits that found a bucket changed since their lookup (the detector re-checked).
         self.conflicts = 0
         #: Calls to Redis made so far (each one round trip, retries not counted), for benchmarks.
@@ -144,7 +160,7 @@ class RedisBase:
         timeout = kwargs.get("socket_timeout", self.socket_timeout)
         if not timeout:
             return 0.0
-        return time.time() + self._clock_offset + float(timeout)
+        return time.time() + self.commit_state.clock_offset + float(timeout)
 
     def close(self) -> None:
         """Release the connections (the index stays in Redis). Idempotent."""
@@ -160,7 +176,7 @@ class RedisBase:
     def commit_result(self, reply: list[Any]) -> CommitResult:
         """The result of a commit script's ``reply`` (doc id, host pages, promoted); notes the doc id."""
         doc_id = int(reply[0])
-        self._last_doc = max(self._last_doc, doc_id)
+        self.commit_state.last_doc = max(self.commit_state.last_doc, doc_id)
         return CommitResult(
             doc_id=doc_id, host_pages=int(reply[1]), promoted=len(reply) > 2 and int(reply[2]) == 1
         )
@@ -288,4 +304,4 @@ class RedisBase:
             ) from exc
 
 
-__all__ = ["FIRST_PROBE", "RedisBase"]
+__all__ = ["FIRST_PROBE", "CommitState", "RedisBase"]

@@ -224,8 +224,8 @@ class RedisClusterStorage(RedisBase):
     def _recreate_index(self) -> None:
         """The index vanished: create it again, empty (ids continue after the last one seen)."""
         self._init_index()
-        if self._last_doc >= 0:
-            self._client.hset(f"{self._base}:m", "next", self._last_doc + 1)
+        if self.commit_state.last_doc >= 0:
+            self._client.hset(f"{self._base}:m", "next", self.commit_state.last_doc + 1)
         self._cache.clear()
         self._commits.snapshot = None
         self._commits.next_id = -1

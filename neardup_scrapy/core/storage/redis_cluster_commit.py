@@ -50,7 +50,7 @@ class ClusterCommits:
         self.snapshot = int(seq)
         if int(doc) >= 0:
             self.next_id = int(doc)
-        self._store._clock_offset = int(seconds) + int(micros) / 1e6 - time.time()
+        self._store.commit_state.clock_offset = int(seconds) + int(micros) / 1e6 - time.time()
 
     def release(self) -> None:
         """Give back an unused doc id when nobody took one since."""
@@ -83,7 +83,7 @@ class ClusterCommits:
         seen = np.array(sorted(live), dtype=np.int64)
         token = ClusterToken(snapshot, b"".join(fields), seen.astype("<u4").tobytes())
         if len(seen):
-            self._store._last_doc = max(self._store._last_doc, int(seen[-1]))
+            self._store.commit_state.last_doc = max(self._store.commit_state.last_doc, int(seen[-1]))
         if len(seen) > MAX_CANDIDATES:
             pinned = pinned_keys(keys).tolist()
             kept = [np.intersect1d(ids, seen) for ids in per_bucket]
@@ -114,7 +114,7 @@ class ClusterCommits:
                 read = bucket_fields(np.array([commit.named_key], dtype=np.uint64))[0]
             named = self._records.write(doc, payload, fields, read=read)
         unions = b"".join(struct.pack("<ii", int(a), int(b)) for a, b in commit.unions)
-        self._store._seq += 1
+        self._store.commit_state.seq += 1
         args: list[Any] = [
             self._store.key_base,
             token.snapshot if token else (self.snapshot or 0),
@@ -129,7 +129,7 @@ class ClusterCommits:
             unions,
             token.fields if token else b"",
             self._store.client_id,
-            self._store._seq,
+            self._store.commit_state.seq,
             0,
             token.seen if token else b"",
             self.log_size,

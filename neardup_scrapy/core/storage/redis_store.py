@@ -197,7 +197,7 @@ class RedisStorage(RedisBase):
 
     def _recreate_index(self) -> None:
         """The index vanished: create it again, empty, ids continuing after the last one seen."""
-        self._init_args[4] = self._last_doc + 1
+        self._init_args[4] = self.commit_state.last_doc + 1
         self._init_index()
         self._cache.clear()
         logger.warning(
@@ -215,7 +215,7 @@ class RedisStorage(RedisBase):
         except Exception as exc:
             logger.debug("neardup: Redis TIME not available (%r); commit deadlines use the local clock", exc)
             return
-        self._clock_offset = seconds + micros / 1e6 - (before + after) / 2
+        self.commit_state.clock_offset = seconds + micros / 1e6 - (before + after) / 2
 
     def _listpack_limits(self) -> tuple[int, int]:
         """Shard load and bucket value limit that keep shards in Redis' compact encoding."""

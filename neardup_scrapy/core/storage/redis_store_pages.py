@@ -114,7 +114,7 @@ class ServerPages:
         else:  # too many candidates to prefetch: fetch() will ask
             candidates = [int(d) for d in ids[:ncand]]
         if candidates:
-            self._store._last_doc = max(self._store._last_doc, *candidates)
+            self._store.commit_state.last_doc = max(self._store.commit_state.last_doc, *candidates)
         found = np.unique(np.array(candidates, dtype=np.int64))
         if len(found) > MAX_CANDIDATES:
             per_bucket = [np.frombuffer(bytes(v[:-4]), dtype="<u4") for v in values]
@@ -146,7 +146,7 @@ class ServerPages:
             if self._store.ttl is None or not math.isfinite(self._store.ttl)
             else max(1, math.ceil(self._store.ttl))
         )
-        self._store._seq += 1
+        self._store.commit_state.seq += 1
         return [
             self._store.prefix,
             token,
@@ -161,7 +161,7 @@ class ServerPages:
             unions,
             ttl,
             self._store.client_id,
-            self._store._seq,
+            self._store.commit_state.seq,
             0,  # the deadline, set at each attempt
             bucket_fields(np.array([commit.named_key], dtype=np.uint64))[0]
             if commit.named_key is not None

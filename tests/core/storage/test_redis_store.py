@@ -101,7 +101,7 @@ def test_commit_replay_is_idempotent(redis_url: tuple[str, str]) -> None:
         record=record("http://127.0.0.1/a", seed=1), keys=keys(4, 5), token=None, host="127.0.0.1"
     )
     first = store.commit(commit)
-    store._seq -= 1  # as if the reply was lost and the same commit sent again
+    store.commit_state.seq -= 1  # as if the reply was lost and the same commit sent again
     again = store.commit(commit)
     assert first is not None and again is not None
     assert again.doc_id == first.doc_id and len(store) == 1
