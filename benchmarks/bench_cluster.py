@@ -156,7 +156,7 @@ def main() -> int:
             rows = measure(detector, sizes, args.probes, args.html)
         finally:
             if store == "redis":
-                client = detector.storage._client  # type: ignore[attr-defined]
+                client = detector.storage.client  # type: ignore[attr-defined]
                 prefix = detector.storage.prefix  # type: ignore[attr-defined]
                 for key in client.scan_iter(f"{prefix}*"):
                     client.delete(key)

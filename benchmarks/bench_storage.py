@@ -140,7 +140,7 @@ def shared_store(
 ) -> tuple[list[float], float, float, float]:
     """Fill a Redis store: B/page by each meter (growth), seconds, round trips per page, sampled B/page."""
     store.open(PARAMS.index_signature())
-    client = store._client
+    client = store.client
     before = [meter(client) for meter in meters]
     store.round_trips = 0
     seconds = fill(store, pages)
@@ -234,7 +234,7 @@ def _one_round(variant: str, urls: dict[str, str], pages: list[tuple[str, str]])
     det = NearDupDetector(storage=storage)
     if not one_step:
         det.storage.lookup_or_insert = None  # type: ignore[attr-defined]
-    client = getattr(det.storage, "_client", None)
+    client = getattr(det.storage, "client", None)
     server_before = _server_cpu(client) if client is not None else 0.0
     wall, cpu = time.perf_counter(), time.process_time()
     for url, html in pages:

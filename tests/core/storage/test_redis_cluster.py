@@ -71,7 +71,7 @@ def test_index_is_spread_over_all_primaries(
     assert len(records) == 1
     owner = RedisClusterStorage(url, prefix=prefix)
     owner.open(SIGNATURE)
-    assert stored_records(owner._client, records[0]) == 150
+    assert stored_records(owner.client, records[0]) == 150
     owner.close()
     tagged = Counter(
         port for port, found in per_primary.items() for k in found if k.startswith(f"{{{prefix}}}".encode())
@@ -193,7 +193,7 @@ def test_index_created_again_when_its_slot_lost_it(redis_cluster_url: tuple[str,
     first = record("http://127.0.0.1/a", seed=1)
     assert store.lookup_or_insert(keys(1), unique_commit(first, keys(1)))[2] is not None
     # the node of {P} restarts without persistence: the serialisation slot's keys are gone
-    client = store._client
+    client = store.client
     for key in list(client.scan_iter(match=f"{{{prefix}}}:*", count=1000)):
         client.delete(key)
     ids = []
@@ -212,7 +212,7 @@ def test_page_table_past_its_first_chunk(redis_cluster_url: tuple[str, str]) -> 
     url, prefix = redis_cluster_url
     store = RedisClusterStorage(url, prefix=prefix)
     store.open(SIGNATURE)
-    store._client.hset(f"{{{prefix}}}:m", "next", 2**20 - 2)  # ids cross into the page table's second chunk
+    store.client.hset(f"{{{prefix}}}:m", "next", 2**20 - 2)  # ids cross into the page table's second chunk
     store._commits.next_id = -1
     a = record("http://127.0.0.1/a", seed=1)
     first = store.lookup_or_insert(keys(1), unique_commit(a, keys(1)))[2]
@@ -241,7 +241,7 @@ def test_an_index_of_another_layout_is_refused(redis_cluster_url: tuple[str, str
     url, prefix = redis_cluster_url
     store = RedisClusterStorage(url, prefix=prefix)
     store.open(SIGNATURE)
-    store._client.hset(f"{{{prefix}}}:m", "format", old)
+    store.client.hset(f"{{{prefix}}}:m", "format", old)
     store.close()
     again = RedisClusterStorage(url, prefix=prefix)
     with pytest.raises(
@@ -286,7 +286,7 @@ def test_records_past_the_ttl_leave_the_report_before_their_hash_expires(
         _, token = store.lookup(ks)
         commit = Commit(record=rec, keys=ks, token=token, host=rec.host, status=status)
         assert store.commit(commit) is not None
-    assert stored_records(store._client, store._layout.record_at(0)[0]) == 4  # every record is still stored
+    assert stored_records(store.client, store._layout.record_at(0)[0]) == 4  # every record is still stored
     hist, largest = store.clusters(10, 10)
     assert hist == {2: 1}
     assert [m["url"] for m in largest[0]["members"]] == ["http://127.0.0.1/new", "http://127.0.0.2/new"]
@@ -325,7 +325,7 @@ def test_large_buckets_and_shard_splits_in_shard_strings(
     assert store.lookup(own[-1])[0].tolist() == [docs[-1]]
     width = 10 if groups == 1 else 9  # the field's last byte is the group's when groups is 256
     metas = [
-        {k.decode(): int(v) for k, v in store._client.hgetall(f"{b}:m").items()}
+        {k.decode(): int(v) for k, v in store.client.hgetall(f"{b}:m").items()}
         for b in store._layout.group_bases
     ]
     shards = [
@@ -334,7 +334,7 @@ def test_large_buckets_and_shard_splits_in_shard_strings(
         if m
         for s in range((1 << m.get("L", 0)) + m.get("p", 0))
     ]
-    assert {store._client.strlen(key) % width for key in shards} == {0}
+    assert {store.client.strlen(key) % width for key in shards} == {0}
     assert sum(m.get("n", 0) for m in metas) == 300 * 31 + 1
     assert len(shards) >= 300 * 31 // SHARD_LOAD  # split while above SHARD_LOAD buckets a shard
     store.close()
@@ -361,7 +361,7 @@ def test_records_sharing_a_field_are_written_read_and_dropped_on_their_own(
     assert {store._layout.record_at(d)[0] for d in docs} == {key}
     fields = {store._layout.record_at(d)[1] for d in docs}
     assert len(fields) == 2
-    put, client = store._scripts.shas["record_put"], store._client
+    put, client = store._scripts.shas["record_put"], store.client
 
     def stored() -> dict[int, bytes]:
         out = {}
@@ -396,7 +396,7 @@ def test_a_damaged_field_of_records_is_a_storage_error(redis_cluster_url: tuple[
     store.open(SIGNATURE)
     key, field, _ = store._layout.record_at(0)
     for value in (b"\x05\x00", b"\x05\x00\x00\x00" + b"\x00" * 12 + b"abc"):  # too short; lengths off
-        store._client.hset(key, field, value)
+        store.client.hset(key, field, value)
         with pytest.raises(StorageError, match="is damaged"):
-            store._records.record_of(store._client.hget(key, field), 0)
+            store._records.record_of(store.client.hget(key, field), 0)
     store.close()

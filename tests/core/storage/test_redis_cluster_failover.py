@@ -54,7 +54,7 @@ def test_crawl_goes_on_after_a_primary_dies(private_cluster: LocalCluster) -> No
     assert all(v.status == "unique" for v in first.values())
     private_cluster.wait_replicated()  # replication is asynchronous: what a replica lacks is lost
 
-    serialising = store._client.get_node_from_key("{failover}:m").port
+    serialising = store.client.get_node_from_key("{failover}:m").port
     private_cluster.kill(serialising)
 
     # the crawl goes on with new pages: they fail (and pass unchecked, as NEARDUP_ON_STORAGE_ERROR =

@@ -53,7 +53,7 @@ def commit_order(store: RedisClusterStorage) -> list[int]:
     The log is a list at ``<base>:log`` on the serialisation slot; each entry starts with two
     little-endian uint32, the second the doc id (see ``redis_cluster.py``'s commit script).
     """
-    raw = store._client.lrange(f"{store._base}:log", 0, -1)
+    raw = store.client.lrange(f"{store.key_base}:log", 0, -1)
     return [struct.unpack_from("<II", bytes(entry))[1] for entry in raw]
 
 

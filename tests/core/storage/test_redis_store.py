@@ -68,7 +68,7 @@ def test_exact_duplicate_commit_checks_its_token(redis_url: tuple[str, str]) -> 
 
 def test_large_buckets_and_shard_splits_stay_compact(redis_url: tuple[str, str]) -> None:
     store = opened(redis_url)
-    client = store._client
+    client = store.client
     shared = keys(123456789)
     n = 1500
     for i in range(n):
@@ -120,11 +120,11 @@ def test_ttl_expires_records_and_prunes_buckets(redis_url: tuple[str, str]) -> N
             )
         )
     assert len(store.lookup(keys(1))[0]) == 5
-    assert store._client.ttl(f"{store.prefix}:d:0") in (0, 1)
+    assert store.client.ttl(f"{store.prefix}:d:0") in (0, 1)
     time.sleep(2.1)
     assert len(store.lookup(keys(1))[0]) == 0
     # every commit prunes one shard: after a sweep, the dead entries are gone
-    client = store._client
+    client = store.client
     meta = client.hmget(f"{store.prefix}:m", "L", "p")
     shards = (1 << int(meta[0])) + int(meta[1])
     for i in range(shards + 1):

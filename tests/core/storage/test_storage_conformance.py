@@ -668,7 +668,7 @@ def _with_gaps(kind: str, make_store: Factory) -> tuple[IndexStorage, set[str], 
         urls |= {"http://127.0.0.3/late", "http://127.0.0.3/early"}
     gone: set[str] = set()
     if kind == "redis":
-        first._client.delete(f"{first.prefix}:d:3")  # as if its record had expired
+        first.client.delete(f"{first.prefix}:d:3")  # as if its record had expired
         gone.add("http://127.0.0.2/p3")
     if kind == "redis-cluster":
         ids, _ = first._exports.page_table()

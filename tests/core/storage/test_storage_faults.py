@@ -76,7 +76,7 @@ def _make_cycle(kind: str, store: IndexStorage, parents: dict[int, int]) -> None
     else:
         assert isinstance(store, RedisStorage)
         for doc, parent in parents.items():
-            store._client.setrange(f"{store.prefix}:d:{doc}", 0, struct.pack("<i", parent))
+            store.client.setrange(f"{store.prefix}:d:{doc}", 0, struct.pack("<i", parent))
 
 
 @pytest.mark.timeout(60)
@@ -148,7 +148,7 @@ def test_truncated_redis_record_is_a_storage_error(redis_url: tuple[str, str], c
     det = NearDupDetector(storage=store)
     url, text = PAGES[0]
     det.check(url, text=text)
-    client = store._client
+    client = store.client
     key = f"{store.prefix}:d:0"
     record = client.get(key)
     # the record ends with the signature and the url: cut inside its head, or 5 bytes before
