@@ -234,7 +234,7 @@ def _one_round(variant: str, urls: dict[str, str], pages: list[tuple[str, str]])
     det = NearDupDetector(storage=storage)
     if not one_step:
         det.storage.lookup_or_insert = None  # type: ignore[attr-defined]
-    client = getattr(det.storage, "client", None)
+    client = storage.client if storage is not None else None
     server_before = _server_cpu(client) if client is not None else 0.0
     wall, cpu = time.perf_counter(), time.process_time()
     for url, html in pages:
