@@ -57,19 +57,17 @@ class ClusterScripts:
             self._store.client.execute_command("SCRIPT LOAD", source, target_nodes=RedisCluster.ALL_NODES)
 
     def script_in(self, pipe: Any, sha: str, key_base: str, *args: Any) -> None:
-        """Queue script ``sha`` on the slot of ``key_base`` in a cluster pipeline.
+        """Queue script ``sha`` on the slot of ``key_base`` (its key: ``<key_base>:m``) in a
+        cluster pipeline (:meth:`script_on_key`)."""
+        self.script_on_key(pipe, sha, f"{key_base}:m", *args)
+
+    def script_on_key(self, pipe: Any, sha: str, key: str, *args: Any) -> None:
+        """Queue script ``sha`` with its one key ``key`` in a cluster pipeline.
 
         The node is named (from the client's slot map): left to find the keys itself, redis-py's
         cluster pipeline asks the server (``COMMAND GETKEYS``) once per script call. A stale map
         gets ``MOVED``, and redis-py then sends the call again by itself, routed by its key.
         """
-        key = f"{key_base}:m"
-        node = self._store.client.get_node_from_key(key)
-        pipe.execute_command("EVALSHA", sha, 1, key, *args, target_nodes=node)
-
-    def script_on_key(self, pipe: Any, sha: str, key: str, *args: Any) -> None:
-        """Queue script ``sha`` on the slot of ``key`` (its one key) in a cluster pipeline, the node
-        named as in :meth:`script_in`."""
         node = self._store.client.get_node_from_key(key)
         pipe.execute_command("EVALSHA", sha, 1, key, *args, target_nodes=node)
 
